@@ -1,0 +1,32 @@
+# Two entry points (README): `make demo` runs the main job on the bundled default data,
+# `make test` runs the tests. Both install what they need into .venv/ first (idempotent).
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.amdkv-installed
+TORCH   := torch==2.13.0
+TRITON  := triton==3.6.0
+
+.PHONY: install demo test clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+
+# torch first (pinned, local CPU wheel on our machines): a bare `torch` would pull a CUDA build.
+$(STAMP): $(VPY) pyproject.toml
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q $(TORCH)
+	$(VPY) -m pip install -q $(TRITON) numpy
+	$(VPY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/amdkv demo
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(VENV)/bin/python -m pytest -q -ra tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,89 @@
+"""What a verdict needs to be reproduced: machine, GPU, toolchain and library versions.
+
+`amdkv env` prints the same. Imports only stdlib + torch + triton (usable in every worker).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import amdkv
+
+
+@functools.lru_cache(maxsize=1)
+def git_hash() -> str | None:
+    root = Path(amdkv.__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _tool_version(cmd: list[str]) -> str | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else None
+
+
+def gpu_info(device_index: int = 0) -> dict[str, Any]:
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"gpu": None}
+    props = torch.cuda.get_device_properties(device_index)
+    info: dict[str, Any] = {
+        "gpu": props.name,
+        "gpu_count": torch.cuda.device_count(),
+        "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+        "multiprocessors": props.multi_processor_count,
+    }
+    if getattr(torch.version, "hip", None):
+        info["arch"] = getattr(props, "gcnArchName", None)
+        info["rocm"] = torch.version.hip
+    else:
+        info["arch"] = f"sm_{props.major}{props.minor}"
+        info["cuda"] = torch.version.cuda
+        drv = _tool_version(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+        info["driver"] = drv
+    return info
+
+
+@functools.lru_cache(maxsize=4)
+def collect_env(with_gpu: bool = True, with_tools: bool = False) -> dict[str, Any]:
+    """Versions and machine facts. `with_tools` adds slow probes (nvcc, hipcc)."""
+    import torch
+    import triton
+
+    env: dict[str, Any] = {
+        "amdkv": amdkv.__version__,
+        "amdkv_git": git_hash(),
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "torch_cuda": torch.version.cuda,
+        "torch_hip": getattr(torch.version, "hip", None),
+    }
+    if with_gpu:
+        env.update(gpu_info())
+    if with_tools:
+        env["nvcc"] = _tool_version(["nvcc", "--version"])
+        env["hipcc"] = _tool_version(["hipcc", "--version"])
+    return env

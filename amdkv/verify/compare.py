@@ -1,0 +1,210 @@
+"""Correctness comparison, run in the trusted parent (never in the candidate's process).
+
+Tolerance policy (DESIGN.md section 2): the reference process computes a float64 *golden*
+output and the *eager* output at the task's dtype. For a floating output, on finite elements,
+
+    |cand - golden| <= multiple * max|eager - golden|           (the eager reference's own error)
+                       + floor * eps(dtype) * rms(golden)        (a floor scaled to the magnitude)
+                       + rtol_ulps * eps(dtype) * |golden|       (a few ulps per element)
+
+so a kernel that is as accurate as PyTorch's own at that dtype passes with room for a different
+summation order, fp16/bf16 get honest slack through eps and the eager error, and an all-zero or
+constant output cannot pass on a tiny-valued task (the allowance scales with the output, not 1e-5).
+Non-finite values are allowed only where the eager reference has the same non-finite value.
+Integer and bool outputs must match exactly. Tasks may name a comparator for outputs that are
+not unique (argmax/top-k ties, sort stability, loss scalars).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+DEFAULT_TOLERANCE = {"multiple": 8.0, "floor": 4.0, "rtol_ulps": 4.0}
+
+
+@dataclasses.dataclass
+class CompareResult:
+    ok: bool
+    reason: str | None = None
+    message: str | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    allowed_abs_err: float | None = None
+    ref_err: float | None = None
+
+    @classmethod
+    def fail(cls, reason: str, message: str, **kw: Any) -> "CompareResult":
+        return cls(False, reason, message, **kw)
+
+
+def flatten_outputs(out: Any) -> list[Any]:
+    """Model outputs (tensor, scalar, or nested tuple/list) as a flat list of leaves."""
+    if isinstance(out, (list, tuple)):
+        leaves: list[Any] = []
+        for o in out:
+            leaves += flatten_outputs(o)
+        return leaves
+    return [out]
+
+
+def _as_tensor(x: Any) -> torch.Tensor | None:
+    if type(x) is torch.Tensor:  # exact type: subclasses are rejected before this
+        return x
+    if isinstance(x, (bool, int, float)):
+        return torch.tensor(x)
+    return None
+
+
+def _eps(dtype: torch.dtype) -> float:
+    try:
+        return float(torch.finfo(dtype).eps)
+    except TypeError:
+        return 0.0
+
+
+def _nonfinite_match(c: torch.Tensor, r: torch.Tensor) -> tuple[bool, int]:
+    """Non-finite candidate values only where the reference has the same non-finite value."""
+    cn, rn = ~torch.isfinite(c), ~torch.isfinite(r)
+    same_nan = torch.isnan(c) == torch.isnan(r)
+    same_inf = torch.where(torch.isinf(c) | torch.isinf(r), c == r, torch.ones_like(cn))
+    bad = (cn != rn) | ~same_nan | ~same_inf
+    return not bool(bad.any()), int(bad.sum())
+
+
+def compare_float(cand: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
+                  tol: dict[str, float]) -> CompareResult:
+    c = cand.to(torch.float64)
+    r = eager.to(torch.float64)
+    g = golden.to(torch.float64)
+    ok_nf, n_bad = _nonfinite_match(c, r)
+    if not ok_nf:
+        return CompareResult.fail("nan_mismatch", f"{n_bad} element(s) are NaN/Inf where the reference "
+                                  "is not, or the other way round")
+    finite = torch.isfinite(r) & torch.isfinite(g)
+    if not bool(finite.any()):
+        return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0, ref_err=0.0)
+    c, r, g = c[finite], r[finite], g[finite]
+    eps = _eps(cand.dtype)
+    ref_err = float((r - g).abs().max())
+    rms = float(g.pow(2).mean().sqrt())
+    err = (c - g).abs()
+    allowed = tol["multiple"] * ref_err + tol["floor"] * eps * rms + tol["rtol_ulps"] * eps * g.abs()
+    worst = int(torch.argmax(err - allowed))
+    max_abs = float(err.max())
+    max_rel = float((err / g.abs().clamp_min(rms * 1e-3 + 1e-300)).max())
+    res = dict(max_abs_err=max_abs, max_rel_err=max_rel, allowed_abs_err=float(allowed.max()), ref_err=ref_err)
+    if bool((err > allowed).any()):
+        n_bad = int((err > allowed).sum())
+        return CompareResult.fail(
+            "value_mismatch",
+            f"{n_bad}/{err.numel()} elements outside tolerance; worst: got {float(c[worst]):.6g}, "
+            f"expected {float(g[worst]):.6g} (|err| {float(err[worst]):.3g} > allowed "
+            f"{float(allowed[worst]):.3g}; eager reference's own max error {ref_err:.3g})", **res)
+    return CompareResult(True, **res)
+
+
+def compare_exact(cand: torch.Tensor, eager: torch.Tensor) -> CompareResult:
+    if cand.is_floating_point():
+        ok_nf, _ = _nonfinite_match(cand, eager)
+        equal = ok_nf and bool(torch.equal(torch.nan_to_num(cand), torch.nan_to_num(eager)))
+    else:
+        equal = bool(torch.equal(cand, eager))
+    if equal:
+        return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0)
+    diff = (cand != eager)
+    first = tuple(int(i) for i in diff.nonzero()[0]) if diff.any() else ()
+    return CompareResult.fail("value_mismatch", f"{int(diff.sum())}/{cand.numel()} elements differ "
+                              f"(exact comparison); first at index {first}: got {cand[first].item()}, "
+                              f"expected {eager[first].item()}")
+
+
+def _check_indices_select(values_ok: torch.Tensor, what: str) -> CompareResult:
+    if bool(values_ok.all()):
+        return CompareResult(True)
+    return CompareResult.fail("value_mismatch", f"{int((~values_ok).sum())} {what}")
+
+
+def compare_case(cand_out: list[Any], eager_out: list[Any], golden_out: list[Any] | None,
+                 inputs: list[Any], comparator: str, tolerance: dict[str, float],
+                 comparator_args: dict[str, Any] | None = None) -> CompareResult:
+    """Compare one call's outputs. `*_out` are flattened leaves (see flatten_outputs)."""
+    tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
+    args = comparator_args or {}
+    if len(cand_out) != len(eager_out):
+        return CompareResult.fail("wrong_output_count", f"returned {len(cand_out)} output(s), "
+                                  f"the reference returns {len(eager_out)}")
+    worst = CompareResult(True, max_abs_err=0.0)
+    for i, (c_raw, e_raw) in enumerate(zip(cand_out, eager_out)):
+        if isinstance(c_raw, torch.Tensor) and type(c_raw) is not torch.Tensor:
+            return CompareResult.fail("tensor_subclass", f"output {i} is a {type(c_raw).__name__}, a "
+                                      "torch.Tensor subclass; outputs must be plain tensors")
+        c, e = _as_tensor(c_raw), _as_tensor(e_raw)
+        if e is None:
+            if c_raw != e_raw:
+                return CompareResult.fail("value_mismatch", f"output {i} is {c_raw!r}, expected {e_raw!r}")
+            continue
+        if c is None:
+            return CompareResult.fail("not_a_tensor", f"output {i} is {type(c_raw).__name__}, expected a tensor")
+        if tuple(c.shape) != tuple(e.shape):
+            return CompareResult.fail("wrong_shape", f"output {i} has shape {tuple(c.shape)}, "
+                                      f"expected {tuple(e.shape)}")
+        if c.dtype != e.dtype:
+            return CompareResult.fail("wrong_dtype", f"output {i} has dtype {c.dtype}, expected {e.dtype}")
+        g = golden_out[i] if golden_out is not None else None
+        g = _as_tensor(g) if g is not None else None
+        res = _compare_leaf(i, c, e, g, inputs, comparator, tol, args, cand_out, eager_out)
+        if not res.ok:
+            res.message = f"output {i}: {res.message}"
+            return res
+        if (res.max_abs_err or 0.0) >= (worst.max_abs_err or 0.0):
+            worst = res
+    return worst
+
+
+def _compare_leaf(i: int, c: torch.Tensor, e: torch.Tensor, g: torch.Tensor | None, inputs: list[Any],
+                  comparator: str, tol: dict[str, float], args: dict[str, Any],
+                  cand_all: list[Any], eager_all: list[Any]) -> CompareResult:
+    if comparator == "exact" or not (e.is_floating_point() or e.is_complex()):
+        if comparator in ("argmax", "topk", "sort") and not e.is_floating_point():
+            return _compare_indices(i, c, e, inputs, comparator, args, cand_all, eager_all)
+        return compare_exact(c, e)
+    if comparator == "scalar":
+        tol = {**tol, "multiple": max(tol["multiple"], 16.0)}
+    golden = g if g is not None else e
+    return compare_float(c, e, golden, tol)
+
+
+def _compare_indices(i: int, c: torch.Tensor, e: torch.Tensor, inputs: list[Any], comparator: str,
+                     args: dict[str, Any], cand_all: list[Any], eager_all: list[Any]) -> CompareResult:
+    """Index outputs that may legitimately differ on ties: judge them by the values they select."""
+    x = inputs[int(args.get("input", 0))]
+    dim = int(args.get("dim", -1))
+    if c.numel() and (int(c.min()) < -x.shape[dim] or int(c.max()) >= x.shape[dim]):
+        return CompareResult.fail("value_mismatch", f"indices out of range for dim {dim} of size {x.shape[dim]}")
+    c_idx = c.long() % x.shape[dim]
+    e_idx = e.long() % x.shape[dim]
+    if comparator == "argmax":
+        keep = bool(args.get("keepdim", False))
+        ci = c_idx if keep else c_idx.unsqueeze(dim)
+        ei = e_idx if keep else e_idx.unsqueeze(dim)
+        sel_c, sel_e = x.gather(dim, ci), x.gather(dim, ei)
+        same = (sel_c == sel_e) | (torch.isnan(sel_c) & torch.isnan(sel_e))
+        return _check_indices_select(same, "indices select a value that is not the maximum")
+    if comparator == "sort" and args.get("stable", False):
+        return compare_exact(c, e)
+    # topk / sort: indices must select exactly the returned values and never repeat.
+    values = cand_all[int(args.get("values_output", 0))]
+    sel = x.gather(dim, c_idx)
+    same = (sel == values) | (torch.isnan(sel) & torch.isnan(values))
+    res = _check_indices_select(same, "indices do not select the returned values")
+    if not res.ok:
+        return res
+    srt = c_idx.sort(dim=dim).values
+    dup = (srt.narrow(dim, 1, srt.shape[dim] - 1) == srt.narrow(dim, 0, srt.shape[dim] - 1)) \
+        if srt.shape[dim] > 1 else torch.zeros(1, dtype=torch.bool)
+    if bool(dup.any()):
+        return CompareResult.fail("value_mismatch", "indices repeat along the dimension")
+    return CompareResult(True, max_abs_err=0.0)

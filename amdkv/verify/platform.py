@@ -1,0 +1,52 @@
+"""Which platform a verification runs on, and what that platform can judge.
+
+`cpu`  : Triton under the interpreter, correctness cases only, no speedups.
+`cuda` : an NVIDIA GPU (never reported as an AMD number).
+`rocm` : an AMD GPU with ROCm torch (the real target). Written to ROCm's documented behaviour;
+         not run on hardware by this project yet (no AMD GPU reachable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from amdkv.errors import BadInputError
+
+PLATFORMS = ("cpu", "cuda", "rocm")
+
+
+@dataclasses.dataclass(frozen=True)
+class PlatformInfo:
+    name: str            # cpu | cuda | rocm
+    device: str          # torch device string: cpu, cuda:0, ...
+    can_time: bool       # speedups are meaningful only on GPUs
+    interpreter: bool    # Triton runs under TRITON_INTERPRET=1
+
+    @property
+    def is_target(self) -> bool:
+        """True only on the platform the library is about (AMD GPUs)."""
+        return self.name == "rocm"
+
+
+def detect_platform(requested: str = "auto", device_index: int = 0) -> PlatformInfo:
+    """Resolve `auto|cpu|cuda|rocm` to a concrete platform, checking that it exists here."""
+    if requested not in ("auto",) + PLATFORMS:
+        raise BadInputError(f"unknown device {requested!r}", hint="use one of auto, cpu, cuda, rocm")
+    import torch
+
+    has_gpu = torch.cuda.is_available()
+    is_hip = getattr(torch.version, "hip", None) is not None
+    if requested == "auto":
+        requested = ("rocm" if is_hip else "cuda") if has_gpu else "cpu"
+    if requested == "cpu":
+        return PlatformInfo("cpu", "cpu", can_time=False, interpreter=True)
+    if not has_gpu:
+        raise BadInputError(f"--device {requested} asked for, but torch sees no GPU on this machine",
+                            hint="use --device cpu (Triton interpreter) or run on a GPU machine")
+    if requested == "rocm" and not is_hip:
+        raise BadInputError("--device rocm asked for, but this torch is a CUDA build",
+                            hint="install ROCm torch on an AMD GPU machine, or use --device cuda")
+    if requested == "cuda" and is_hip:
+        raise BadInputError("--device cuda asked for, but this torch is a ROCm build",
+                            hint="use --device rocm on this machine")
+    return PlatformInfo(requested, f"cuda:{device_index}", can_time=True, interpreter=False)

@@ -1,0 +1,55 @@
+"""Where reference inputs/outputs live, keyed by everything that could change them.
+
+Key = (task source hash, case, seeds, init seed, device kind and name, torch/triton/amdkv
+versions, whether baselines were timed). Inputs and expected outputs are separate files so a
+candidate can be given the first without being able to open the second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import amdkv
+
+
+def cache_root() -> Path:
+    root = os.environ.get("AMDKV_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "amdkv")
+    return Path(root) / "refs"
+
+
+def case_key(task_hash: str, case_name: str, seeds: list[int], init_seed: int, device_desc: str,
+             timed: bool, golden: bool) -> str:
+    import torch
+    import triton
+
+    blob = json.dumps({"task": task_hash, "case": case_name, "seeds": seeds, "init_seed": init_seed,
+                       "device": device_desc, "torch": torch.__version__, "triton": triton.__version__,
+                       "amdkv": amdkv.__version__, "timed": timed, "golden": golden,
+                       "format": 1}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+class CaseFiles:
+    """The three files of one cached reference case: inputs, expected outputs, report."""
+
+    def __init__(self, key: str) -> None:
+        base = cache_root() / key[:2] / key
+        self.dir = base
+        self.inputs = base / "inputs.pt"
+        self.expected = base / "expected.pt"
+        self.report = base / "report.json"
+
+    def complete(self) -> bool:
+        return self.inputs.is_file() and self.expected.is_file() and self.report.is_file()
+
+    def read_report(self) -> dict[str, Any]:
+        return json.loads(self.report.read_text())
+
+    def write_report(self, data: dict[str, Any]) -> None:
+        tmp = self.report.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.report)

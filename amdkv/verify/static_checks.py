@@ -1,0 +1,385 @@
+"""Static (AST) anti-hack checks on a candidate's source, run in the trusted parent.
+
+These give early, precise reasons for the common cheats; the dynamic checks in the candidate's
+process and the parent's output comparison catch what static analysis cannot see. Each rule
+is written against the AST, not regexes, so comments and strings never trigger it and
+aliases (`import torch.nn.functional as F`, `from torch import matmul`) are followed.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from functools import lru_cache
+
+# Modules a candidate may import (prefix match on dotted names). Everything else is refused:
+# process/network/file/introspection modules are how a candidate escapes the harness.
+ALLOWED_IMPORT_ROOTS = frozenset({
+    "torch", "triton", "math", "typing", "typing_extensions", "functools", "itertools",
+    "collections", "dataclasses", "enum", "numbers", "operator", "warnings", "abc", "os", "sys",
+    "__future__", "cmath", "contextlib", "copy", "string", "re",
+})
+# Submodules of allowed roots that are still refused (file/process/harness access).
+DENIED_IMPORTS = frozenset({
+    "torch.testing", "torch.utils.cpp_extension", "torch._dynamo", "torch.compiler",
+    "torch.multiprocessing", "torch.distributed", "torch.hub", "torch.serialization",
+    "torch._C", "torch._inductor", "triton.testing", "torch.utils._python_dispatch",
+    "torch.overrides", "os.path",
+})
+# Calls that execute code, touch files or break out of the harness.
+DENIED_BUILTIN_CALLS = frozenset({
+    "eval", "exec", "compile", "__import__", "open", "globals", "vars", "breakpoint", "input",
+    "setattr", "delattr",
+})
+DENIED_OS_ATTRS = frozenset({
+    "system", "popen", "fork", "forkpty", "execv", "execve", "execl", "execle", "execlp", "execvp",
+    "execvpe", "spawnl", "spawnv", "spawnve", "posix_spawn", "posix_spawnp", "open", "fdopen",
+    "read", "write", "listdir", "scandir", "walk", "remove", "unlink", "rename", "replace",
+    "chdir", "putenv", "unsetenv", "kill", "killpg", "getppid",
+})
+DENIED_SYS_ATTRS = frozenset({"modules", "_getframe", "settrace", "setprofile", "addaudithook",
+                              "meta_path", "path_hooks", "stdout", "stderr", "exit", "_current_frames"})
+DENIED_DUNDERS = frozenset({"__globals__", "__code__", "__builtins__", "__subclasses__",
+                            "__closure__", "__dict__", "__getattribute__", "__loader__", "__spec__",
+                            "__class__", "__bases__", "__mro__", "__import__", "f_back", "f_globals",
+                            "gi_frame", "tb_frame"})
+# File readers reached through torch/numpy.
+DENIED_CALL_PATHS = frozenset({"torch.load", "torch.save", "torch.from_file", "torch.ops.load_library",
+                               "torch.classes.load_library"})
+# Tensor methods that compute (not allocate/move); calling them in Python code means the
+# result is being computed by PyTorch. Kept to unambiguous tensor names so that list/set
+# methods (`sort`, `add`, `index`, `copy`) never trigger it; the dynamic recorder sees the rest.
+TENSOR_COMPUTE_METHODS = frozenset({
+    "sum", "mean", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "matmul", "mm",
+    "bmm", "addmm", "baddbmm", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "cumsum",
+    "cumprod", "topk", "norm", "var", "std", "prod", "pow", "abs", "clamp", "clamp_min", "clamp_max",
+    "mul", "sub", "div", "gather", "scatter", "scatter_add", "index_select", "masked_fill",
+    "einsum", "gelu", "silu", "softplus", "logsumexp", "maximum", "minimum", "square", "neg",
+    "reciprocal", "erf", "sin", "cos", "where", "lerp", "addcmul", "addcdiv", "outer", "dot",
+    "mv", "conv1d", "conv2d", "layer_norm", "group_norm", "embedding", "tril", "triu", "flip",
+    "roll", "argsort", "max", "min", "numpy", "add_", "mul_", "div_", "sub_", "exp_",
+    "relu_", "clamp_", "masked_fill_", "index_add", "index_add_", "index_put", "index_put_",
+    "scatter_", "scatter_add_", "scatter_reduce", "bincount", "histc", "unique", "nonzero",
+    "cross_entropy", "nll_loss", "mse_loss", "linear", "sign", "logical_and", "logical_or",
+})
+# Harmless exceptions a try/except may catch inside functions (lookups, optional imports).
+NARROW_EXCEPTIONS = frozenset({"KeyError", "IndexError", "AttributeError", "ImportError",
+                               "ModuleNotFoundError", "StopIteration", "LookupError"})
+# Only `Verdict` reason codes that stand for a missing or malformed candidate (bad input).
+SYNTAX_ERROR = "syntax_error"
+
+
+@dataclasses.dataclass
+class Finding:
+    code: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: [{self.code}] {self.message}"
+
+
+@lru_cache(maxsize=1)
+def _aten_compute_names() -> frozenset[str]:
+    """Names of `torch.X` functions that are aten compute ops (allocation/view ops excluded)."""
+    import torch
+
+    from amdkv.verify.runtime_guards import ALLOWED_ATEN_OPS
+    names = set()
+    for name in dir(torch):
+        if name.startswith("_") or name in ALLOWED_ATEN_OPS:
+            continue
+        if hasattr(torch.ops.aten, name) and callable(getattr(torch, name, None)):
+            names.add(name)
+    return frozenset(names)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """`a.b.c` -> 'a.b.c' for Name/Attribute chains, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    name = _dotted(target)
+    if name is None:
+        return False
+    full = _resolve(name, aliases)
+    return full in ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit.jit",
+                    "triton.runtime.autotune", "triton.runtime.heuristics")
+
+
+def _resolve(name: str, aliases: dict[str, str]) -> str:
+    head, _, rest = name.partition(".")
+    base = aliases.get(head, head)
+    return f"{base}.{rest}" if rest else base
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, language: str) -> None:
+        self.language = language
+        self.findings: list[Finding] = []
+        self.aliases: dict[str, str] = {}      # local name -> fully qualified module/attr
+        self.module_names: set[str] = set()    # local names bound to imported modules/attrs
+        self.jit_functions: set[str] = set()
+        self.func_depth = 0
+        self.func_stack: list[str] = []
+        self.in_jit = 0
+        self.in_model_new = 0
+        self.has_model_new = False
+        self.model_new_node: ast.ClassDef | None = None
+
+    def add(self, code: str, node: ast.AST, message: str) -> None:
+        self.findings.append(Finding(code, getattr(node, "lineno", 0), message))
+
+    # imports ------------------------------------------------------------------------------
+    def _check_module(self, mod: str, node: ast.AST) -> None:
+        root = mod.split(".")[0]
+        if root not in ALLOWED_IMPORT_ROOTS:
+            self.add("import_not_allowed", node, f"imports `{mod}`; candidates may import only "
+                     f"{sorted(ALLOWED_IMPORT_ROOTS)}")
+        elif any(mod == d or mod.startswith(d + ".") for d in DENIED_IMPORTS):
+            self.add("import_not_allowed", node, f"imports `{mod}`, which can reach files, processes "
+                     "or the harness")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self._check_module(a.name, node)
+            local = a.asname or a.name.split(".")[0]
+            self.aliases[local] = a.name if a.asname else a.name.split(".")[0]
+            self.module_names.add(local)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.add("import_not_allowed", node, "relative imports reach files beside the candidate")
+            return
+        mod = node.module or ""
+        for a in node.names:
+            full = f"{mod}.{a.name}"
+            self._check_module(full if mod in ("torch", "triton", "os", "sys") else mod, node)
+            self.aliases[a.asname or a.name] = full
+            self.module_names.add(a.asname or a.name)
+
+    # definitions --------------------------------------------------------------------------
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.name == "ModelNew" and self.func_depth == 0:
+            self.has_model_new = True
+            self.model_new_node = node
+            for base in node.bases:
+                if _dotted(base) == "Model":
+                    self.add("uses_reference_model", node, "ModelNew subclasses the reference `Model`")
+        if node.name == "Model":
+            self.add("uses_reference_model", node, "the candidate defines a class named `Model` "
+                     "(the reference program's name); candidates must not carry the reference")
+        self.in_model_new += node.name == "ModelNew"
+        self.generic_visit(node)
+        self.in_model_new -= node.name == "ModelNew"
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        is_jit = any(_is_jit_decorator(d, self.aliases) for d in node.decorator_list)
+        if is_jit:
+            self.jit_functions.add(node.name)
+        self.func_depth += 1
+        self.func_stack.append(node.name)
+        self.in_jit += is_jit
+        self.generic_visit(node)
+        self.in_jit -= is_jit
+        self.func_stack.pop()
+        self.func_depth -= 1
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    # statements ---------------------------------------------------------------------------
+    def _assign_target(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            base = target.value if isinstance(target, ast.Subscript) else target
+            name = _dotted(base if isinstance(base, ast.Attribute) else target.value) \
+                if isinstance(target, ast.Subscript) else _dotted(target)
+            if name:
+                head = name.split(".")[0]
+                full = _resolve(name, self.aliases)
+                if head in self.module_names and not full.startswith("os.environ"):
+                    self.add("patches_module", node, f"assigns to `{full}`: patching library "
+                             "functions, timers or comparisons is not allowed")
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._assign_target(elt, node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._assign_target(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._assign_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self._assign_target(t, node)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        # Module-level state written from forward is how output caching across calls is done.
+        if self.func_depth and self.in_model_new:
+            self.add("global_state", node, f"`global {', '.join(node.names)}` inside ModelNew: "
+                     "state kept across calls is how outputs get cached")
+        self.generic_visit(node)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        if self.func_depth:
+            for h in node.handlers:
+                if self._broad_handler(h) and not self._reraises(h):
+                    self.add("swallowing_try_except", h, "a try/except inside a function catches "
+                             f"`{ast.unparse(h.type) if h.type else 'everything'}` without re-raising: "
+                             "kernel failures must surface, not fall back")
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
+
+    @staticmethod
+    def _broad_handler(h: ast.ExceptHandler) -> bool:
+        if h.type is None:
+            return True
+        types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        return any((_dotted(t) or "").split(".")[-1] not in NARROW_EXCEPTIONS for t in types)
+
+    @staticmethod
+    def _reraises(h: ast.ExceptHandler) -> bool:
+        return bool(h.body) and isinstance(h.body[-1], ast.Raise)
+
+    # expressions --------------------------------------------------------------------------
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in DENIED_DUNDERS:
+            self.add("introspection", node, f"uses `.{node.attr}`: reaching into frames, globals "
+                     "or class internals is not allowed")
+        name = _dotted(node)
+        if name:
+            full = _resolve(name, self.aliases)
+            parts = full.split(".")
+            if parts[0] == "sys" and len(parts) > 1 and parts[1] in DENIED_SYS_ATTRS and parts[1] != "exit":
+                self.add("introspection", node, f"uses `{full}`")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in ("__builtins__", "__loader__", "__spec__"):
+            self.add("introspection", node, f"uses `{node.id}`")
+        if node.id == "Model" and isinstance(node.ctx, ast.Load):
+            self.add("uses_reference_model", node, "refers to the reference `Model`")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult) and not self.in_jit and self.func_depth:
+            self.add("torch_fallback", node, "uses the `@` operator outside a kernel: the matmul is "
+                     "computed by PyTorch")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = _dotted(func)
+        if isinstance(func, ast.Name) and func.id in DENIED_BUILTIN_CALLS and func.id not in self.aliases:
+            code = "file_access" if func.id == "open" else "dynamic_code"
+            self.add(code, node, f"calls `{func.id}()`")
+        if name:
+            full = _resolve(name, self.aliases)
+            parts = full.split(".")
+            if full in DENIED_CALL_PATHS or (parts[0] == "numpy" and parts[-1] in ("load", "fromfile")):
+                self.add("file_access", node, f"calls `{full}()`: candidates may not read files")
+            if parts[0] == "os" and len(parts) == 2 and parts[1] in DENIED_OS_ATTRS:
+                self.add("process_or_file_access", node, f"calls `{full}()`")
+            if parts[0] == "pathlib" or parts[-1] in ("read_text", "read_bytes", "write_text", "write_bytes"):
+                self.add("file_access", node, f"calls `{full}()`")
+            if not self.in_jit and self.func_depth and self._is_torch_compute(parts):
+                self.add("torch_fallback", node, f"calls `{full}()` outside a kernel: the result is "
+                         "computed by PyTorch, not by the candidate's kernels")
+        if (not self.in_jit and self.func_depth and isinstance(func, ast.Attribute)
+                and func.attr in TENSOR_COMPUTE_METHODS and self._receiver_is_tensorish(func.value)):
+            self.add("torch_fallback", node, f"calls tensor method `.{func.attr}()` outside a kernel")
+        self.generic_visit(node)
+
+    def _receiver_is_tensorish(self, value: ast.AST) -> bool:
+        """Method calls on modules (`tl.max`, `math.sqrt`) and literals are not tensor compute."""
+        if isinstance(value, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr)):
+            return False
+        name = _dotted(value)
+        if name is not None and name.split(".")[0] in self.module_names:
+            return False
+        return True
+
+    def _is_torch_compute(self, parts: list[str]) -> bool:
+        if parts[0] != "torch":
+            return False
+        if parts[1:3] == ["nn", "functional"] and len(parts) == 4:
+            return True
+        if len(parts) == 2 and parts[1] in _aten_compute_names():
+            return True
+        # Building an nn module (nn.Linear, nn.Conv2d...) anywhere but __init__ means calling it.
+        if parts[1:2] == ["nn"] and len(parts) == 3 and parts[2][:1].isupper() and self.in_model_new \
+                and self.func_stack and self.func_stack[-1] != "__init__":
+            return True
+        return False
+
+
+def check_source(source: str, *, language: str = "triton", filename: str = "<candidate>") -> list[Finding]:
+    """All static findings for a candidate's source (empty list: nothing suspicious seen)."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return [Finding(SYNTAX_ERROR, exc.lineno or 0, f"syntax error: {exc.msg}")]
+    checker = _Checker(language)
+    checker.visit(tree)
+    findings = list(checker.findings)
+    if language == "triton" and not checker.jit_functions:
+        findings.append(Finding("no_kernel", 0, "no `@triton.jit` kernel is defined: the work must be "
+                                "done in a Triton kernel"))
+    return findings
+
+
+def has_model_new(source: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
+
+
+def forward_parameters(source: str, class_name: str) -> list[str] | None:
+    """Positional parameter names of `class_name.forward` (without self), or None if absent."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for n in tree.body:
+        if isinstance(n, ast.ClassDef) and n.name == class_name:
+            for f in n.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "forward":
+                    args = f.args
+                    if args.vararg is not None:
+                        return ["*"]
+                    return [a.arg for a in (args.posonlyargs + args.args)][1:]
+    return None
+
+
+def mentions(source: str, words: tuple[str, ...]) -> list[str]:
+    """Which of `words` appear as identifiers/attributes in the code (not in comments/strings)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    seen = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in words:
+            seen.add(node.id)
+        elif isinstance(node, ast.Attribute) and node.attr in words:
+            seen.add(node.attr)
+        elif isinstance(node, ast.alias) and node.name.split(".")[-1] in words:
+            seen.add(node.name.split(".")[-1])
+    return sorted(seen)

@@ -1,0 +1,462 @@
+"""The verifier: one candidate against one task on one platform -> one `Verdict`.
+
+Order of work (cheap and decisive first):
+ 1. read the candidate; static AST checks in this (trusted) process;
+ 2. platform limits (bf16 / libdevice / inline asm on the CPU interpreter -> `unverifiable`);
+ 3. reference outputs from the cache, or from a reference worker (in parallel with step 4);
+ 4. the candidate in a fresh spare worker, with runtime guards, under a timeout;
+ 5. comparison here, in the parent, against eager and float64-golden references;
+ 6. on GPUs, timings -> speedup and sol; with `archs`, AMD compiles of the captured kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from amdkv.errors import CandidateFormatError, InfrastructureError
+from amdkv.tasks.loader import load_task
+from amdkv.tasks.types import Task
+from amdkv.verify import static_checks
+from amdkv.verify.compare import compare_case
+from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor_ms
+from amdkv.verify.platform import PlatformInfo, detect_platform
+from amdkv.verify.pool import Spare, SparePool
+from amdkv.verify.reference_cache import CaseFiles, case_key
+from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, RUNTIME_ERROR,
+                                  TIMEOUT, UNVERIFIABLE, ArchResources, CaseResult, Verdict, worst_status)
+
+# Reasons that mean "the candidate file is not a candidate at all" (the CLI exits 2 on these).
+BAD_INPUT_REASONS = frozenset({"no_model_new", "signature_mismatch", "unreadable_candidate"})
+# Findings that are not cheating but make the interpreter unable to judge the candidate.
+INTERPRETER_UNSUPPORTED = {"bfloat16": "bf16_on_interpreter", "libdevice": "libdevice_on_interpreter",
+                           "inline_asm_elementwise": "inline_asm_on_interpreter"}
+DEFAULT_TRIALS = 3
+BASE_SEED = 1234
+INIT_SEED = 42
+
+
+def detect_language(source: str) -> str:
+    """`hip` for load_inline/HIP sources, `triton` otherwise (the two languages we verify)."""
+    words = static_checks.mentions(source, ("load_inline", "triton", "jit"))
+    if "load_inline" in words or "__global__" in source:
+        return "hip"
+    return "triton"
+
+
+class Verifier:
+    """Verifies candidates on one platform; keeps warm spares between calls.
+
+    Use as a context manager (or call `close()`) so spare processes are cleaned up.
+    """
+
+    def __init__(self, device: str = "auto", *, trials: int = DEFAULT_TRIALS, timeout: float | None = None,
+                 spares: int = 1, mem_cap_gib: float = 8.0, archs: tuple[str, ...] = (),
+                 time_performance: bool = True) -> None:
+        self.platform: PlatformInfo = detect_platform(device)
+        self.trials = trials
+        self.timeout = timeout or (90.0 if self.platform.interpreter else 180.0)
+        self.archs = tuple(archs)
+        self.time_performance = time_performance and self.platform.can_time
+        self.pool = SparePool(self.platform, size=spares, mem_cap_bytes=int(mem_cap_gib * 2**30))
+        self._device_desc = self._describe_device()
+        self._gpu_spec = spec_for_device_name(self._device_desc) if self.platform.can_time else None
+
+    # ---------------------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "Verifier":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _describe_device(self) -> str:
+        if not self.platform.can_time:
+            return "cpu-interpreter"
+        import torch
+
+        return torch.cuda.get_device_name(torch.device(self.platform.device))
+
+    def _env(self) -> dict[str, Any]:
+        from amdkv.env import collect_env
+
+        env = dict(collect_env(with_gpu=self.platform.can_time))
+        env.update({"platform": self.platform.name, "device": self._device_desc,
+                    "trials": self.trials, "base_seed": BASE_SEED, "init_seed": INIT_SEED})
+        return env
+
+    # ---------------------------------------------------------------------------- public API
+    def verify(self, task: Task | str | os.PathLike[str], candidate: str | os.PathLike[str], *,
+               language: str = "auto") -> Verdict:
+        """Verify the candidate file `candidate` against `task` (a Task or a task file path)."""
+        t_start = time.monotonic()
+        if not isinstance(task, Task):
+            task = load_task(task)
+        cand_path = Path(candidate).resolve()
+        try:
+            source = cand_path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CandidateFormatError(f"cannot read candidate file {cand_path}: {exc}",
+                                       hint="pass a readable .py file that defines ModelNew") from exc
+        lang = detect_language(source) if language == "auto" else language
+        verdict = Verdict(status=OK, task_id=task.id, language=lang, platform=self.platform.name,
+                          device=self._device_desc, env=self._env())
+        try:
+            self._verify_into(verdict, task, cand_path, source, lang)
+        except InfrastructureError as exc:
+            verdict.status, verdict.reason = INFRA_ERROR, "harness_failure"
+            verdict.diagnostics += f"\n[infra] {exc}"
+        verdict.timings["total_s"] = round(time.monotonic() - t_start, 3)
+        verdict.diagnostics = verdict.diagnostics.strip()
+        return verdict
+
+    # ---------------------------------------------------------------------------- steps
+    def _verify_into(self, v: Verdict, task: Task, cand_path: Path, source: str, lang: str) -> None:
+        if lang == "hip":
+            return self._verify_hip(v, task, cand_path)
+        # 1. static checks
+        t0 = time.monotonic()
+        findings = static_checks.check_source(source, language=lang, filename=str(cand_path))
+        v.timings["static_s"] = round(time.monotonic() - t0, 3)
+        if any(f.code == static_checks.SYNTAX_ERROR for f in findings):
+            return self._finish(v, COMPILE_ERROR, "syntax_error", compiled=False,
+                                diag="\n".join(map(str, findings)))
+        if not static_checks.has_model_new(source):
+            return self._finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
+                                diag=f"{cand_path} defines no top-level class `ModelNew`")
+        want = static_checks.forward_parameters(task.source, "Model")
+        got = static_checks.forward_parameters(source, "ModelNew")
+        if want is not None and got is not None and "*" not in got and len(want) != len(got):
+            return self._finish(v, COMPILE_ERROR, "signature_mismatch", compiled=False,
+                                diag=f"ModelNew.forward takes {len(got)} argument(s) {got}; the task's "
+                                     f"Model.forward takes {len(want)} {want}")
+        if findings:
+            v.hack_findings = [str(f) for f in findings]
+            return self._finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
+        # 2. what the platform cannot judge
+        if self.platform.interpreter:
+            unsupported = [INTERPRETER_UNSUPPORTED[w] for w in
+                           static_checks.mentions(source, tuple(INTERPRETER_UNSUPPORTED))]
+            if "bf16" in task.dtypes:
+                unsupported.insert(0, "bf16_on_interpreter")
+            if unsupported:
+                return self._finish(v, UNVERIFIABLE, unsupported[0], diag=(
+                    f"the Triton CPU interpreter cannot judge this ({', '.join(sorted(set(unsupported)))}); "
+                    "verify on a GPU platform"))
+        # 3 + 4. reference (cached or computed) in parallel with the candidate's spare starting
+        cases = self._select_cases(task)
+        if not cases:
+            return self._finish(v, UNVERIFIABLE, "no_cases_for_platform",
+                                diag=f"task {task.id} has no cases this platform runs")
+        spare = self.pool.take()
+        try:
+            t0 = time.monotonic()
+            refs = self._references(task, cases)
+            v.timings["reference_s"] = round(time.monotonic() - t0, 3)
+            if self.platform.interpreter:
+                bf16 = [c for c, r in refs.items() if "bfloat16" in r["report"]["input_dtypes"]
+                        + r["report"]["output_dtypes"]]
+                if bf16:
+                    return self._finish(v, UNVERIFIABLE, "bf16_on_interpreter",
+                                        diag=f"case(s) {bf16} use bfloat16, which the Triton interpreter "
+                                             "computes wrongly; verify on a GPU platform")
+            t0 = time.monotonic()
+            report, outputs, proc = self._run_candidate(spare, task, cand_path, cases, refs)
+            v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+        finally:
+            spare.cleanup()
+        # 5. judge
+        self._judge(v, task, cases, refs, report, outputs, proc)
+        # 6. AMD compiles of captured kernels
+        if self.archs and v.status in (OK, MISMATCH, UNVERIFIABLE) and report and report.get("captures"):
+            self._amd_compile(v, cand_path, report["captures"])
+
+    def _select_cases(self, task: Task) -> list[Any]:
+        if self.platform.interpreter:
+            return task.cases_tagged("correctness")
+        return [c for c in task.cases if c.is_correctness or (c.is_performance and self.time_performance)]
+
+    def _trials_for(self, case: Any) -> int:
+        return self.trials if case.is_correctness else 1
+
+    def _references(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
+        """Reference files per case name, computing the missing ones in a reference worker."""
+        refs: dict[str, dict[str, Any]] = {}
+        missing = []
+        for case in cases:
+            seeds = [BASE_SEED + i for i in range(self._trials_for(case))]
+            timed = self.time_performance and case.is_performance
+            key = case_key(task.source_hash, case.name, seeds, INIT_SEED, self._device_desc, timed, True)
+            files = CaseFiles(key)
+            refs[case.name] = {"files": files, "seeds": seeds, "timed": timed}
+            if files.complete():
+                refs[case.name]["report"] = files.read_report()
+            else:
+                missing.append(case)
+        if missing:
+            self._compute_references(task, missing, refs)
+        return refs
+
+    def _compute_references(self, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]]) -> None:
+        spare = Spare(self.platform, self.pool.mem_cap_bytes)
+        try:
+            jobs = []
+            for case in cases:
+                r = refs[case.name]
+                r["files"].dir.mkdir(parents=True, exist_ok=True)
+                tmp_dir = tempfile.mkdtemp(dir=r["files"].dir)
+                r["tmp"] = tmp_dir
+                jobs.append({"name": case.name, "seeds": r["seeds"], "init_seed": INIT_SEED,
+                             "inputs_file": os.path.join(tmp_dir, "inputs.pt"),
+                             "expected_file": os.path.join(tmp_dir, "expected.pt"),
+                             "golden": True, "time": r["timed"], "flush_bytes": flush_bytes(self._gpu_spec)})
+            report_path = os.path.join(spare.workdir, "reference_report.json")
+            job = {"kind": "reference", "task_path": task.path, "device": self.platform.device,
+                   "cases": jobs, "report_path": report_path}
+            proc = spare.run(job, timeout=max(self.timeout, 300.0))
+            if proc.timed_out or not os.path.isfile(report_path):
+                raise InfrastructureError(
+                    f"the reference for task {task.id} failed (rc {proc.returncode}, "
+                    f"{'timed out' if proc.timed_out else 'no report'}): {proc.stderr[-1500:]}",
+                    hint="the task file itself is broken or the machine is overloaded")
+            report = json.loads(Path(report_path).read_text())
+            if report.get("fatal"):
+                raise InfrastructureError(f"the reference for task {task.id} raised "
+                                          f"{report['error_type']}: {report['error']}\n{report['traceback']}",
+                                          hint="fix the task file (it is trusted code)")
+            for crep in report["cases"]:
+                r = refs[crep["name"]]
+                files: CaseFiles = r["files"]
+                os.replace(os.path.join(r["tmp"], "inputs.pt"), files.inputs)
+                os.replace(os.path.join(r["tmp"], "expected.pt"), files.expected)
+                os.rmdir(r["tmp"])
+                files.write_report(crep)
+                r["report"] = crep
+        finally:
+            spare.cleanup()
+
+    def _run_candidate(self, spare: Spare, task: Task, cand_path: Path, cases: list[Any],
+                       refs: dict[str, dict[str, Any]]) -> tuple[dict | None, dict | None, Any]:
+        report_path = os.path.join(spare.workdir, "candidate_report.json")
+        outputs_path = os.path.join(spare.workdir, "candidate_outputs.pt")
+        # The candidate gets its own copy of the inputs: the cache dir stays unreadable to it.
+        cjobs = []
+        for case in cases:
+            r = refs[case.name]
+            local = os.path.join(spare.workdir, f"inputs-{len(cjobs)}.pt")
+            with open(r["files"].inputs, "rb") as src, open(local, "wb") as dst:
+                dst.write(src.read())
+            cjobs.append({"name": case.name, "inputs_file": local, "recheck": True,
+                          "time": bool(r["timed"]), "flush_bytes": flush_bytes(self._gpu_spec)})
+        job = {"kind": "candidate", "candidate_path": str(cand_path), "device": self.platform.device,
+               "interpreter": self.platform.interpreter, "cases": cjobs, "out_dir": spare.workdir,
+               "outputs_path": outputs_path, "report_path": report_path,
+               "capture": bool(self.archs)}
+        wall0 = time.monotonic()
+        proc = spare.run(job, timeout=self.timeout)
+        proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
+        report = json.loads(Path(report_path).read_text()) if os.path.isfile(report_path) else None
+        outputs = None
+        if report is not None and not report.get("fatal") and os.path.isfile(outputs_path):
+            import torch
+
+            try:
+                outputs = torch.load(outputs_path, weights_only=True)
+            except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
+                report.setdefault("load_error", f"{type(exc).__name__}: {exc}"[:500])
+        return report, outputs, proc
+
+    # ---------------------------------------------------------------------------- judging
+    def _finish(self, v: Verdict, status: str, reason: str | None, *, compiled: bool | None = None,
+                diag: str = "") -> None:
+        v.status, v.reason = status, reason
+        if compiled is not None:
+            v.compiled = compiled
+        if status in (OK,):
+            v.correct = True
+        elif status in (MISMATCH, HACK_DETECTED, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT):
+            v.correct = False
+        if diag:
+            v.diagnostics += "\n" + diag
+
+    def _judge(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
+               report: dict | None, outputs: dict | None, proc: Any) -> None:
+        if proc.stdout.strip() or proc.stderr.strip():
+            v.diagnostics += f"\n[candidate stderr]\n{proc.stderr[-3000:]}" if proc.stderr.strip() else ""
+        if proc.timed_out:
+            reason = "interpreter_timeout" if self.platform.interpreter else "wall_timeout"
+            return self._finish(v, TIMEOUT, reason, diag=f"the candidate did not finish within {self.timeout:.0f} s")
+        if report is None:
+            sig = proc.signal_name
+            reason = f"crashed:{sig}" if sig else ("process_exited" if proc.returncode == 0 else f"exit_code:{proc.returncode}")
+            return self._finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "
+                                f"({sig or 'rc ' + str(proc.returncode)}) before reporting")
+        if report.get("fatal"):
+            raise InfrastructureError(f"worker failed: {report['error_type']}: {report['error']}\n"
+                                      f"{report.get('traceback', '')}")
+        if report.get("file_violations"):
+            v.hack_findings += [f"sandbox: {x}" for x in report["file_violations"]]
+            return self._finish(v, HACK_DETECTED, "sandbox_violation",
+                                diag="the candidate tried to open files or processes it was not given:\n"
+                                     + "\n".join(report["file_violations"][:10]))
+        err = report.get("error")
+        if err:
+            v.compiled = err["status"] != COMPILE_ERROR
+            return self._finish(v, err["status"], err["reason"], diag=f"{err['type']}: {err['message']}\n{err['traceback']}")
+        if "load_error" in report or outputs is None:
+            return self._finish(v, HACK_DETECTED, "unloadable_outputs",
+                                diag=f"the outputs are not plain tensors: {report.get('load_error')}")
+        v.compiled = True
+        statuses = []
+        import torch
+
+        for case in cases:
+            r = refs[case.name]
+            crep = next((c for c in report["cases"] if c["name"] == case.name), None)
+            cres = CaseResult(name=case.name, tags=list(case.tags), min_bytes=r["report"].get("min_bytes"),
+                              flops=case.flops)
+            v.cases.append(cres)
+            if crep is None:
+                cres.status, cres.reason = RUNTIME_ERROR, "not_run"
+                statuses.append(RUNTIME_ERROR)
+                continue
+            if crep.get("error"):
+                e = crep["error"]
+                cres.status, cres.reason, cres.message = e["status"], e["reason"], f"{e['type']}: {e['message']}"
+                statuses.append(e["status"])
+                v.diagnostics += f"\n[{case.name}] {e['type']}: {e['message']}\n{e['traceback']}"
+                if e["status"] == COMPILE_ERROR:
+                    v.compiled = False
+                continue
+            status, reason, message = self._case_runtime_findings(crep)
+            if status is None:
+                expected = torch.load(r["files"].expected, weights_only=True)
+                inputs = torch.load(r["files"].inputs, weights_only=True)
+                status, reason, message = self._compare_case(task, case, cres, expected, inputs,
+                                                             outputs.get(case.name))
+            cres.status, cres.reason, cres.message = status, reason, message
+            cres.trials = len(r["seeds"])
+            statuses.append(status)
+            if status == OK and crep.get("timing"):
+                self._case_speed(cres, r["report"], crep["timing"], task)
+        v.status = worst_status(statuses)
+        bad = next((c for c in v.cases if c.status == v.status and v.status != OK), None)
+        v.reason = bad.reason if bad else None
+        if bad and bad.message:
+            v.diagnostics += f"\n[{bad.name}] {bad.message}"
+        v.correct = v.status == OK if v.status != UNVERIFIABLE else None
+        if v.status == HACK_DETECTED:
+            v.hack_findings += [f"[{c.name}] {c.reason}: {c.message}" for c in v.cases if c.status == HACK_DETECTED]
+        v.interpreter_verified = v.status == OK and self.platform.interpreter
+        self._aggregate_speed(v)
+        v.timings["worker_startup_s"] = report.get("import_s", 0.0)
+
+    def _case_runtime_findings(self, crep: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+        if crep["findings"]:
+            f = crep["findings"][0]
+            status = MISMATCH if f["code"] == "out_of_bounds_write" else HACK_DETECTED
+            if f["code"] == "out_of_bounds_write":
+                status = RUNTIME_ERROR
+            return status, f["code"], f["message"]
+        if crep["compute_ops"]:
+            ops = ", ".join(f"{k}×{n}" for k, n in sorted(crep["compute_ops"].items()))
+            return HACK_DETECTED, "torch_compute_in_forward", (
+                f"PyTorch computed part of the result in forward (aten ops: {ops}); the work must be done "
+                "in the candidate's kernels")
+        if any(n == 0 for n in crep["launches"]):
+            return HACK_DETECTED, "no_kernel_launch", "a forward call launched no Triton kernel"
+        return None, None, None
+
+    def _compare_case(self, task: Task, case: Any, cres: CaseResult, expected: dict[str, Any],
+                      inputs: dict[str, Any], outs: dict[str, Any] | None) -> tuple[str, str | None, str | None]:
+        if outs is None or len(outs["trials"]) != len(expected["eager"]):
+            return RUNTIME_ERROR, "missing_outputs", "the candidate returned no outputs for this case"
+        comp_args = task.metadata.get("comparator_args")
+        golden = expected.get("golden")
+        worst_err = 0.0
+        calls = list(enumerate(outs["trials"])) + ([(0, outs["recheck"])] if outs.get("recheck") is not None else [])
+        for n, (t, cand) in enumerate(calls):
+            res = compare_case(cand, expected["eager"][t], golden[t] if golden else None, inputs["trials"][t],
+                               task.comparator, task.tolerance, comp_args)
+            if not res.ok:
+                where = f"trial {t} (seed {inputs['seeds'][t]})" if n < len(outs["trials"]) else \
+                    "re-check call (same inputs as trial 0, after other calls)"
+                reason = res.reason if res.reason != "tensor_subclass" else "tensor_subclass"
+                status = HACK_DETECTED if reason == "tensor_subclass" else MISMATCH
+                cres.max_abs_err, cres.allowed_abs_err, cres.ref_err = res.max_abs_err, res.allowed_abs_err, res.ref_err
+                return status, reason, f"{where}: {res.message}"
+            if res.max_abs_err is not None and res.max_abs_err >= worst_err:
+                worst_err = res.max_abs_err
+                cres.max_abs_err, cres.max_rel_err = res.max_abs_err, res.max_rel_err
+                cres.allowed_abs_err, cres.ref_err = res.allowed_abs_err, res.ref_err
+        return OK, None, None
+
+    # ---------------------------------------------------------------------------- speed
+    def _case_speed(self, cres: CaseResult, ref_report: dict[str, Any], cand_timing: dict[str, Any],
+                    task: Task) -> None:
+        ref_t = (ref_report.get("timing") or {}).get("eager") or {}
+        if "ms" not in ref_t or "ms" not in cand_timing:
+            return
+        cres.ref_ms, cres.cand_ms = ref_t["ms"], cand_timing["ms"]
+        cres.speedup = cres.ref_ms / cres.cand_ms if cres.cand_ms > 0 else None
+        dtype = task.dtypes[0] if task.dtypes else None
+        floor = time_floor_ms(self._gpu_spec, cres.min_bytes, cres.flops, dtype)
+        if floor:
+            cres.sol = floor / cres.cand_ms
+            if cres.cand_ms < floor * 0.8:  # faster than memory can move the bytes: impossible
+                cres.status, cres.reason = HACK_DETECTED, "below_roofline_floor"
+                cres.message = (f"measured {cres.cand_ms:.4g} ms is below the {floor:.4g} ms needed to move "
+                                f"{cres.min_bytes} bytes on {self._gpu_spec.name}")
+        cres.message = (cres.message or "") + f" timing: {cand_timing.get('method')}"
+
+    def _aggregate_speed(self, v: Verdict) -> None:
+        sp = [c.speedup for c in v.cases if c.speedup]
+        if sp and v.status == OK:
+            v.speedup = math.exp(sum(math.log(s) for s in sp) / len(sp))
+            sols = [c.sol for c in v.cases if c.sol]
+            v.sol = sum(sols) / len(sols) if sols else None
+
+    # ---------------------------------------------------------------------------- other languages
+    def _verify_hip(self, v: Verdict, task: Task, cand_path: Path) -> None:
+        try:
+            from amdkv.verify.backends import hip as hip_backend
+        except ImportError as exc:
+            return self._finish(v, UNVERIFIABLE, "hip_backend_unavailable", diag=str(exc))
+        fields = hip_backend.verify_hip_compile_only(task.path, str(cand_path), archs=self.archs or ("gfx942",))
+        for key, value in fields.items():
+            if key == "resources":
+                v.resources = [ArchResources(**r) if isinstance(r, dict) else r for r in value]
+            elif hasattr(v, key):
+                setattr(v, key, value)
+
+    def _amd_compile(self, v: Verdict, cand_path: Path, captures: list[dict[str, Any]]) -> None:
+        try:
+            from amdkv.verify.amd.triton_aot import compile_triton_for_amd
+        except ImportError as exc:
+            v.diagnostics += f"\n[amd] AMD compile layer unavailable: {exc}"
+            return
+        t0 = time.monotonic()
+        res = compile_triton_for_amd(str(cand_path), captures, archs=self.archs)
+        v.timings["amd_compile_s"] = round(time.monotonic() - t0, 3)
+        v.resources = [ArchResources(**r) if isinstance(r, dict) else r for r in res]
+        if v.resources and not all(r.compiled for r in v.resources):
+            failed = [f"{r.kernel}@{r.arch}: {r.error}" for r in v.resources if not r.compiled]
+            v.compiled = False
+            v.diagnostics += "\n[amd] " + "\n".join(failed)
+
+
+_default_lock = threading.Lock()
+
+
+def verify_files(task_path: str, candidate_path: str, device: str = "auto", **kw: Any) -> Verdict:
+    """One-shot convenience: verify one candidate file against one task file."""
+    with Verifier(device, spares=0, **kw) as verifier:
+        return verifier.verify(task_path, candidate_path)

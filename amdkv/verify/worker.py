@@ -1,0 +1,78 @@
+"""Entry point of the verifier's worker processes: `python -m amdkv.verify.worker`.
+
+A worker starts ahead of need (a *spare*): it imports torch and triton, initialises the device,
+prints READY and blocks on one JSON job from stdin. It runs that single job and exits; it is
+never reused, so whatever a candidate does to the process dies with it.
+
+Two kinds of job:
+- `reference`: load the (trusted) task, draw seeded inputs per case, run the eager `Model` at
+  the task's dtype (TF32 off) and a float64 golden, write inputs and expected outputs to the
+  reference cache. The candidate is never in this process.
+- `candidate`: load the inputs file it was given, install the runtime guards, import the
+  candidate, run `ModelNew` on every trial with the checks on, write outputs for the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def _emit_ready() -> None:
+    sys.stdout.write("READY\n")
+    sys.stdout.flush()
+
+
+def _prepare_device(device: str) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+        torch.empty(1, device=device)  # create the context now, not inside the timed job
+
+
+def main() -> int:
+    device = os.environ.get("AMDKV_WORKER_DEVICE", "cpu")
+    t0 = time.monotonic()
+    import torch  # noqa: F401  - the point of a spare is to have paid for these imports
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+
+    from amdkv.verify import worker_jobs  # noqa: F401
+
+    _prepare_device(device)
+    startup_s = time.monotonic() - t0
+    _emit_ready()
+    line = sys.stdin.readline()
+    if not line:
+        return 0  # the pool shut down before giving this spare work
+    job = json.loads(line)
+    job["_startup_s"] = startup_s
+    report_path = job["report_path"]
+    try:
+        if job["kind"] == "reference":
+            report = worker_jobs.run_reference_job(job)
+        elif job["kind"] == "candidate":
+            report = worker_jobs.run_candidate_job(job)
+        else:
+            raise ValueError(f"unknown job kind {job['kind']!r}")
+    except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
+        report = {"fatal": True, "error_type": type(exc).__name__, "error": str(exc)[:2000],
+                  "traceback": traceback.format_exc()[-6000:]}
+    tmp = report_path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(report, fh)
+    os.replace(tmp, report_path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown: a candidate's atexit hooks never run
+
+
+if __name__ == "__main__":
+    sys.exit(main())

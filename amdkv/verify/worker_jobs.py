@@ -1,0 +1,390 @@
+"""The two jobs a worker process runs (see worker.py): reference and candidate.
+
+Inputs travel from the reference process to the candidate's through a file that holds only
+inputs (never expected outputs); expected outputs go to a separate file the candidate's sandbox
+cannot open. Outputs travel back to the parent through `torch.save`, and the parent loads them
+with `weights_only=True`, so a candidate cannot smuggle code or tensor subclasses across.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import os
+import sys
+import time
+import traceback
+from contextlib import redirect_stdout
+from typing import Any
+
+import torch
+
+from amdkv.verify.compare import flatten_outputs
+
+TRACE_LIMIT = 4000
+
+
+# ---------------------------------------------------------------------------------------- utils
+def _to(obj: Any, device: str | torch.device) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to(o, device) for o in obj)
+    return obj
+
+
+def _to_float64(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor) and obj.is_floating_point():
+        return obj.to(torch.float64)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_float64(o) for o in obj)
+    return obj
+
+
+def _detach_leaves(out: Any) -> list[Any]:
+    """Output leaves as CPU tensors / Python scalars (plain tensors only)."""
+    leaves = []
+    for leaf in flatten_outputs(out):
+        if isinstance(leaf, torch.Tensor):
+            leaves.append(torch.Tensor(leaf.detach().cpu()) if type(leaf) is not torch.Tensor
+                          else leaf.detach().cpu().clone())
+        else:
+            leaves.append(leaf)
+    return leaves
+
+
+def _dtype_name(t: Any) -> str:
+    return str(t.dtype).replace("torch.", "") if isinstance(t, torch.Tensor) else type(t).__name__
+
+
+def _nbytes(objs: list[Any]) -> int:
+    return sum(o.numel() * o.element_size() for o in objs if isinstance(o, torch.Tensor))
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    a, b = a.contiguous(), b.contiguous()
+    return bool(torch.equal(a.view(torch.uint8) if a.dtype != torch.bool else a,
+                            b.view(torch.uint8) if b.dtype != torch.bool else b))
+
+
+# ------------------------------------------------------------------------------------ reference
+def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
+    from amdkv.tasks.loader import import_file_as_module, load_task
+
+    device = job["device"]
+    task = load_task(job["task_path"])
+    module = import_file_as_module(job["task_path"], prefix="amdkv_ref")
+    report: dict[str, Any] = {"cases": []}
+    for cjob in job["cases"]:
+        case = task.case(cjob["name"])
+        t0 = time.monotonic()
+        torch.manual_seed(cjob["init_seed"])
+        model_cpu = module.Model(*case.init_inputs)
+        state_dict = {k: v.detach().clone() for k, v in model_cpu.state_dict().items()}
+        model = copy.deepcopy(model_cpu).to(device).eval()
+        golden_model = None
+        if cjob.get("golden", True):
+            golden_model = copy.deepcopy(model_cpu).to(torch.float64).eval()
+        trials, eager, golden, mutated_all = [], [], [], set()
+        golden_ok = golden_model is not None
+        golden_error = None
+        for seed in cjob["seeds"]:
+            torch.manual_seed(seed)
+            inputs = list(case.make_inputs())
+            trials.append(inputs)
+            dev_inputs = _to(inputs, device)
+            before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dev_inputs]
+            with torch.no_grad():
+                out = model(*dev_inputs)
+            _sync(device)
+            mutated = [i for i, (a, b) in enumerate(zip(before, dev_inputs))
+                       if isinstance(a, torch.Tensor) and not _bitwise_equal(a, b)]
+            mutated_all.update(mutated)
+            leaves = _detach_leaves(out) + [dev_inputs[i].detach().cpu().clone() for i in mutated]
+            eager.append(leaves)
+            if golden_ok:
+                try:
+                    g_inputs = _to_float64([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+                    with torch.no_grad():
+                        g_out = golden_model(*g_inputs)
+                    golden.append(_detach_leaves(g_out) + [g_inputs[i].detach().clone() for i in mutated])
+                except Exception as exc:  # some ops have no float64 kernel: fall back to eager
+                    golden_ok, golden_error = False, f"{type(exc).__name__}: {exc}"[:300]
+        if not golden_ok:
+            golden = []
+        timing = None
+        if cjob.get("time"):
+            timing = _time_reference(module, case, model, trials[0], device, cjob)
+        torch.save({"init_inputs": case.init_inputs, "init_seed": cjob["init_seed"],
+                    "state_dict": state_dict, "trials": trials, "seeds": cjob["seeds"],
+                    "mutated": sorted(mutated_all)}, cjob["inputs_file"])
+        torch.save({"eager": eager, "golden": golden if golden_ok else None}, cjob["expected_file"])
+        first_out = eager[0]
+        report["cases"].append({
+            "name": case.name,
+            "input_dtypes": [_dtype_name(x) for x in trials[0]],
+            "output_dtypes": [_dtype_name(x) for x in first_out],
+            "mutated": sorted(mutated_all),
+            "min_bytes": case.min_bytes or (_nbytes(trials[0]) + _nbytes(first_out)),
+            "golden_available": golden_ok,
+            "golden_error": golden_error,
+            "timing": timing,
+            "seconds": time.monotonic() - t0,
+        })
+    return report
+
+
+def _time_reference(module: Any, case: Any, model: Any, inputs: list[Any], device: str,
+                    cjob: dict[str, Any]) -> dict[str, Any]:
+    """Eager and torch.compile baselines of the reference, timed once per GPU and cached."""
+    from amdkv.verify import timing
+
+    dev_inputs = _to(inputs, device)
+    out: dict[str, Any] = {}
+    with torch.no_grad():
+        out["eager"] = timing.measure(lambda: model(*dev_inputs), flush_nbytes=cjob["flush_bytes"], device=device)
+        try:
+            compiled = torch.compile(model)
+            compiled(*dev_inputs)
+            out["compile"] = timing.measure(lambda: compiled(*dev_inputs), flush_nbytes=cjob["flush_bytes"],
+                                            device=device)
+        except Exception as exc:  # a baseline that cannot compile is reported, not fatal
+            out["compile"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return out
+
+
+# ------------------------------------------------------------------------------------ candidate
+def _classify_exception(exc: BaseException, in_kernel: bool) -> tuple[str, str]:
+    """(status, reason) for an exception escaping the candidate's code."""
+    name = type(exc).__name__
+    mod = type(exc).__module__ or ""
+    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower():
+        return "runtime_error", "oom"
+    if isinstance(exc, PermissionError) and "amdkv sandbox" in str(exc):
+        return "hack_detected", "sandbox_violation"
+    if mod.startswith("triton") and ("Compilation" in name or "Interpreter" in name):
+        return "compile_error", "triton_compile_error"
+    if "OutOfResources" in name:
+        return "compile_error", "out_of_resources"
+    if in_kernel:
+        return "compile_error", "kernel_error"
+    if isinstance(exc, SystemExit):
+        return "runtime_error", "sys_exit"
+    return "runtime_error", f"exception:{name}"
+
+
+def _error_entry(exc: BaseException, stage: str, in_kernel: bool) -> dict[str, Any]:
+    status, reason = _classify_exception(exc, in_kernel)
+    return {"stage": stage, "status": status, "reason": reason, "type": type(exc).__name__,
+            "message": str(exc)[:1500], "traceback": traceback.format_exc()[-TRACE_LIMIT:]}
+
+
+def _patch_autotune_for_interpreter() -> None:
+    """Under the interpreter there is no timer: autotune picks its first (pruned) config.
+
+    The config used is recorded by the launch capture, so resource numbers name it.
+    """
+    from triton.runtime import autotuner
+
+    def _bench(self, *args, config, **meta):  # noqa: ARG001 - signature of Autotuner._bench
+        return [0.0, 0.0, 0.0]
+
+    autotuner.Autotuner._bench = _bench
+
+
+def _readable_roots(job: dict[str, Any]) -> list[str]:
+    import sysconfig
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/proc", "/sys", "/dev", "/usr/lib",
+             "/usr/local/cuda", "/opt/rocm", "/etc/ld.so.cache", "/usr/share/zoneinfo",
+             job["candidate_path"]}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        roots.add(sysconfig.get_paths()[key])
+    roots.update(p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p)
+    import amdkv  # the harness's own modules load lazily (e.g. the launch capture)
+
+    roots.add(os.path.dirname(os.path.abspath(amdkv.__file__)))
+    return sorted(roots) + list(job.get("readable", []))
+
+
+def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
+    from amdkv.tasks.loader import import_file_as_module
+    from amdkv.verify.runtime_guards import (FileAccessGuard, LaunchCounter, TorchOpRecorder,
+                                             guarded_copy, guards_intact, poisoned_allocations)
+
+    device = job["device"]
+    report: dict[str, Any] = {"cases": [], "captures": [], "error": None, "file_violations": []}
+    # 1. Everything the candidate may use is loaded before its code runs.
+    case_inputs = {c["name"]: torch.load(c["inputs_file"], weights_only=True) for c in job["cases"]}
+
+    captures: list[dict[str, Any]] = []
+    capture_keys: set[str] = set()
+
+    def on_launch(kernel: Any, args: tuple, kwargs: dict, grid: Any) -> None:
+        if not job.get("capture") or len(captures) >= 32:
+            return
+        from amdkv.verify.amd import triton_capture  # provided by the AMD-compile layer
+        cap = triton_capture.capture_launch(kernel, args, kwargs, grid)
+        if cap is not None:
+            key = repr(sorted((k, repr(v)) for k, v in cap.items() if k != "grid"))
+            if key not in capture_keys:
+                capture_keys.add(key)
+                captures.append(cap)
+
+    counter = LaunchCounter(on_launch=on_launch)
+    counter.install()
+    if job.get("interpreter"):
+        _patch_autotune_for_interpreter()
+    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]])
+    guard.install()
+    stdout_buf = io.StringIO()
+
+    # 2. Import the candidate.
+    guard.enabled = True
+    t_import = time.monotonic()
+    try:
+        with redirect_stdout(stdout_buf):
+            module = import_file_as_module(job["candidate_path"], prefix="amdkv_candidate")
+    except BaseException as exc:  # noqa: BLE001
+        guard.enabled = False
+        report["error"] = _error_entry(exc, "import", False)
+        if isinstance(exc, SyntaxError):
+            report["error"].update(status="compile_error", reason="syntax_error")
+        elif report["error"]["status"] == "runtime_error":
+            report["error"].update(status="compile_error", reason="import_error")
+        report["file_violations"] = guard.violations
+        return report
+    report["import_s"] = time.monotonic() - t_import
+    model_cls = getattr(module, "ModelNew", None)
+    if not isinstance(model_cls, type):
+        guard.enabled = False
+        report["error"] = {"stage": "import", "status": "compile_error", "reason": "no_model_new",
+                           "type": "AttributeError", "message": "the candidate defines no class `ModelNew`",
+                           "traceback": ""}
+        return report
+
+    outputs: dict[str, Any] = {}
+    for cjob in job["cases"]:
+        data = case_inputs[cjob["name"]]
+        allowed_mut = set(data["mutated"])
+        crep: dict[str, Any] = {"name": cjob["name"], "launches": [], "compute_ops": {}, "findings": [],
+                                "error": None}
+        report["cases"].append(crep)
+        # 3. Build ModelNew exactly as the reference was built, then take matching weights.
+        try:
+            with redirect_stdout(stdout_buf):
+                torch.manual_seed(data["init_seed"])
+                model = model_cls(*data["init_inputs"])
+                own = model.state_dict()
+                matching = {k: v for k, v in data["state_dict"].items()
+                            if k in own and tuple(own[k].shape) == tuple(v.shape)}
+                model.load_state_dict(matching, strict=False)
+                model = model.to(device)
+                if hasattr(model, "eval"):
+                    model.eval()
+        except BaseException as exc:  # noqa: BLE001
+            crep["error"] = _error_entry(exc, "init", False)
+            crep["error"]["reason"] = "init_error" if crep["error"]["status"] == "runtime_error" \
+                else crep["error"]["reason"]
+            break
+
+        def call(inputs: list[Any], check: bool) -> tuple[list[Any], dict[str, Any]]:
+            """One forward with every runtime check on; returns output leaves and findings."""
+            dev = _to(inputs, device)
+            guarded, raws = [], []
+            for x in dev:
+                if isinstance(x, torch.Tensor) and x.numel() > 0:
+                    v, raw, span = guarded_copy(x)
+                    guarded.append(v)
+                    raws.append((raw, span, x.element_size()))
+                else:
+                    guarded.append(x)
+                    raws.append(None)
+            originals = [g.clone() if isinstance(g, torch.Tensor) else g for g in guarded]
+            recorder = TorchOpRecorder()
+            counter.recorder = recorder
+            before = counter.count
+            info: dict[str, Any] = {"findings": []}
+            try:
+                with torch.no_grad(), poisoned_allocations(), recorder, redirect_stdout(stdout_buf):
+                    out = model(*guarded)
+                _sync(device)
+            finally:
+                counter.recorder = None
+            info["launches"] = counter.count - before
+            info["compute_ops"] = dict(recorder.compute_ops)
+            leaves_dev = flatten_outputs(out)
+            subclass = [i for i, leaf in enumerate(leaves_dev)
+                        if isinstance(leaf, torch.Tensor) and type(leaf) is not torch.Tensor]
+            if subclass:
+                info["findings"].append({"code": "tensor_subclass", "message":
+                                         f"output(s) {subclass} are torch.Tensor subclasses"})
+            in_ptrs = [(g.untyped_storage().data_ptr(), g.untyped_storage().nbytes())
+                       for g in guarded if isinstance(g, torch.Tensor)] + \
+                      [(r[0].untyped_storage().data_ptr(), r[0].untyped_storage().nbytes())
+                       for r in raws if r is not None]
+            for i, leaf in enumerate(leaves_dev):
+                if isinstance(leaf, torch.Tensor) and leaf.numel() > 0:
+                    p = leaf.untyped_storage().data_ptr()
+                    if any(s <= p < s + n for s, n in in_ptrs):
+                        info["findings"].append({"code": "output_aliases_input", "message":
+                                                 f"output {i} shares memory with an input"})
+            for i, (g, o) in enumerate(zip(guarded, originals)):
+                if isinstance(g, torch.Tensor) and i not in allowed_mut and not _bitwise_equal(g, o):
+                    info["findings"].append({"code": "input_mutation", "message": f"input {i} was modified"})
+            for i, r in enumerate(raws):
+                if r is not None and not guards_intact(*r):
+                    info["findings"].append({"code": "out_of_bounds_write", "message":
+                                             f"bytes next to input {i} were overwritten"})
+            leaves = _detach_leaves(out) + [guarded[i].detach().cpu().clone() for i in sorted(allowed_mut)]
+            return leaves, info
+
+        case_out: dict[str, Any] = {"trials": [], "recheck": None}
+        try:
+            for t_inputs in data["trials"]:
+                leaves, info = call(t_inputs, True)
+                case_out["trials"].append(leaves)
+                crep["launches"].append(info["launches"])
+                for k, v in info["compute_ops"].items():
+                    crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
+                crep["findings"] += info["findings"]
+            if cjob.get("recheck", True):
+                leaves, info = call(data["trials"][0], True)
+                case_out["recheck"] = leaves
+                crep["launches"].append(info["launches"])
+                crep["findings"] += info["findings"]
+            if cjob.get("time") and device != "cpu":
+                crep["timing"] = _time_candidate(model, data["trials"][0], device, cjob)
+        except BaseException as exc:  # noqa: BLE001
+            in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
+            crep["error"] = _error_entry(exc, "forward", in_kernel)
+        outputs[cjob["name"]] = case_out
+        if crep["error"]:
+            break
+    guard.enabled = False
+    report["file_violations"] = guard.violations
+    report["captures"] = captures
+    report["kernels"] = counter.kernels
+    report["stdout_tail"] = stdout_buf.getvalue()[-2000:]
+    torch.save(outputs, job["outputs_path"])
+    return report
+
+
+def _time_candidate(model: Any, inputs: list[Any], device: str, cjob: dict[str, Any]) -> dict[str, Any]:
+    from amdkv.verify import timing
+
+    dev_inputs = _to(inputs, device)
+    wall0 = time.monotonic()
+    with torch.no_grad():
+        res = timing.measure(lambda: model(*dev_inputs), flush_nbytes=cjob["flush_bytes"], device=device)
+    res["wall_s"] = time.monotonic() - wall0
+    return res
