@@ -1,0 +1,178 @@
+"""The `amdkv` command line: one subcommand per stage.
+
+Exit codes (DESIGN.md section 8): 0 done, 1 failures found, 2 bad input or usage, 3 infrastructure.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from amdkv.errors import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_INFRA, EXIT_OK, AmdkvError
+
+
+class _Group(click.Group):
+    """Maps AmdkvError to its exit code with a one-screen message instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AmdkvError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="amdkv")
+def main() -> None:
+    """amdkv: execution-verified GPU kernels for AMD Instinct GPUs."""
+
+
+# ------------------------------------------------------------------------------------- verify
+@main.command()
+@click.argument("task_file", type=click.Path(dir_okay=False))
+@click.argument("candidate_file", type=click.Path(dir_okay=False))
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]))
+@click.option("--arch", "archs", multiple=True, help="also compile for these AMD targets (gfx90a, gfx942, gfx950)")
+@click.option("--trials", default=3, show_default=True, help="seeded trials per correctness case")
+@click.option("--timeout", type=float, default=None, help="seconds for the candidate's process")
+@click.option("--json", "as_json", is_flag=True, help="print the verdict as JSON")
+def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, ...], trials: int,
+           timeout: float | None, as_json: bool) -> None:
+    """Verify CANDIDATE_FILE (defines ModelNew) against TASK_FILE (defines Model)."""
+    from amdkv.errors import BadInputError
+    from amdkv.tasks.loader import load_task
+    from amdkv.verify import Verifier
+    from amdkv.verify.verifier import BAD_INPUT_REASONS
+
+    task = load_task(task_file)
+    with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs) as verifier:
+        verdict = verifier.verify(task, candidate_file)
+    if verdict.reason in BAD_INPUT_REASONS:
+        raise BadInputError(f"{candidate_file}: {verdict.diagnostics}",
+                            hint="a candidate defines `class ModelNew(nn.Module)` whose forward takes the "
+                                 "same arguments as the task's Model.forward")
+    if as_json:
+        click.echo(verdict.to_json(indent=2))
+    else:
+        from amdkv.reports.console import print_verdict
+
+        print_verdict(verdict)
+    if verdict.status == "infra_error":
+        sys.exit(EXIT_INFRA)
+    sys.exit(EXIT_OK if verdict.status == "ok" else EXIT_FAILURES)
+
+
+# -------------------------------------------------------------------------------------- tasks
+@main.group()
+def tasks() -> None:
+    """Inspect task suites."""
+
+
+@tasks.command("list")
+@click.option("--from", "spec", default="builtin:all", show_default=True,
+              help="builtin:all, builtin:<suite>, builtin:train|eval, a folder or a task file")
+@click.option("--suite", default=None)
+@click.option("--split", type=click.Choice(["train", "eval"]), default=None)
+@click.option("--level", type=int, default=None)
+@click.option("--op-family", default=None)
+@click.option("--dtype", default=None)
+@click.option("--json", "as_json", is_flag=True)
+def tasks_list(spec: str, suite: str | None, split: str | None, level: int | None, op_family: str | None,
+               dtype: str | None, as_json: bool) -> None:
+    """List tasks with their metadata."""
+    from amdkv.tasks.suites import filter_tasks, load_suite, suite_version
+
+    all_tasks = load_suite(spec)
+    chosen = filter_tasks(all_tasks, suite=suite, split=split, level=level, op_family=op_family, dtype=dtype)
+    if as_json:
+        click.echo(json.dumps({"suite_version": suite_version(all_tasks),
+                               "tasks": [t.summary() for t in chosen]}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(chosen)} task(s) from {spec} (suite version {suite_version(all_tasks)})")
+    for col in ("id", "suite", "split", "level", "op family", "dtypes", "cases"):
+        table.add_column(col)
+    for t in chosen:
+        table.add_row(t.id, t.suite, t.split or "-", str(t.level or "-"), t.op_family, ",".join(t.dtypes),
+                      " ".join(f"{c.name}[{'C' if c.is_correctness else ''}{'P' if c.is_performance else ''}]"
+                               for c in t.cases))
+    Console().print(table)
+
+
+# ---------------------------------------------------------------------------------------- env
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def env(as_json: bool) -> None:
+    """Print the machine, GPU and toolchain facts every verdict records."""
+    from amdkv.env import collect_env
+
+    info = collect_env(with_gpu=True, with_tools=True)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+    else:
+        width = max(len(k) for k in info)
+        for k, v in info.items():
+            click.echo(f"{k:<{width}}  {v}")
+
+
+# --------------------------------------------------------------------------------------- demo
+@main.command()
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]))
+@click.option("--from", "spec", default="builtin:all", show_default=True, help="which bundled tasks")
+@click.option("--language", default="triton", show_default=True, type=click.Choice(["triton", "hip"]))
+@click.option("--jobs", default=2, show_default=True, help="candidates verified at the same time")
+@click.option("--json", "as_json", is_flag=True)
+def demo(device: str, spec: str, language: str, jobs: int, as_json: bool) -> None:
+    """Verify every bundled reference solution on the best local device and print a table."""
+    from tqdm import tqdm
+
+    from amdkv.tasks.builtin import solution_path
+    from amdkv.tasks.suites import load_suite
+    from amdkv.verify import Verifier
+    from amdkv.verify.batch import verify_many
+
+    all_tasks = load_suite(spec)
+    pairs = [(t, str(solution_path(t.id, language))) for t in all_tasks if solution_path(t.id, language)]
+    if not pairs:
+        raise AmdkvError(f"no bundled {language} solutions for {spec}", hint="try --language triton")
+    with Verifier(device, spares=jobs) as verifier:
+        bar = tqdm(total=len(pairs), desc=f"verifying on {verifier.platform.name}", unit="task",
+                   disable=as_json, file=sys.stderr)
+        counts = {"ok": 0}
+
+        def tick(task: Any, cand: str, verdict: Any) -> None:
+            counts[verdict.status] = counts.get(verdict.status, 0) + 1
+            bar.set_postfix(counts)
+            bar.update(1)
+
+        verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
+        bar.close()
+    if as_json:
+        click.echo(json.dumps([v.to_dict() for v in verdicts], indent=2))
+    else:
+        from amdkv.reports.console import print_verdict_table
+
+        print_verdict_table(verdicts, title=f"bundled {language} reference solutions ({spec})")
+    bad = [v for v in verdicts if v.status not in ("ok", "unverifiable")]
+    sys.exit(EXIT_FAILURES if bad else EXIT_OK)
+
+
+def _register_optional_groups() -> None:
+    """Stage groups that live in their own packages (loaded only if present)."""
+    try:
+        from amdkv.toolchain.cli import toolchain_group
+    except ImportError:
+        return
+    main.add_command(toolchain_group)
+
+
+_register_optional_groups()
+
+if __name__ == "__main__":
+    main()

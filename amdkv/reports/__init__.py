@@ -1,0 +1,1 @@
+"""Human-readable renderings of verdicts and metrics (console tables, markdown, HTML)."""

@@ -1,0 +1,83 @@
+"""Resolve suite specs (`builtin:all`, `builtin:rocm`, `builtin:train`, a folder, a file) to tasks.
+
+`builtin:<name>` is a bundled suite folder; `builtin:train` / `builtin:eval` are the bundled
+split (DESIGN.md section 4: eval tasks are never trained on). Filters narrow a listing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Iterable
+
+from amdkv.errors import BadInputError
+from amdkv.tasks import builtin
+from amdkv.tasks.loader import load_task, load_task_dir
+from amdkv.tasks.types import Task
+
+SPLITS = ("train", "eval")
+
+
+def load_builtin(suite: str | None = None) -> list[Task]:
+    tasks = []
+    for path in builtin.task_files(suite):
+        tasks.append(load_task(path, suite=path.parent.name))
+    _assign_splits(tasks)
+    return tasks
+
+
+def _assign_splits(tasks: list[Task]) -> None:
+    """Tasks without an explicit split get one from amdkv.tasks.split (deterministic)."""
+    from amdkv.tasks.split import assign_splits
+
+    assign_splits(tasks)
+
+
+def load_suite(spec: str) -> list[Task]:
+    """Tasks named by `spec`; raises BadInputError listing what is available."""
+    if spec.startswith("builtin:"):
+        name = spec.split(":", 1)[1]
+        if name in ("all", ""):
+            return load_builtin()
+        if name in SPLITS:
+            return [t for t in load_builtin() if t.split == name]
+        if name.startswith("level") and name[5:].isdigit():
+            return [t for t in load_builtin() if t.level == int(name[5:])]
+        if name in builtin.suite_names():
+            return load_builtin(name)
+        raise BadInputError(f"unknown builtin suite {spec!r}",
+                            hint=f"use builtin:all, builtin:train, builtin:eval, builtin:levelN or one of "
+                                 f"{['builtin:' + s for s in builtin.suite_names()]}")
+    path = Path(spec)
+    if path.is_dir():
+        return load_task_dir(path)
+    if path.is_file():
+        return [load_task(path)]
+    raise BadInputError(f"{spec!r} is neither a builtin suite nor a task file or folder",
+                        hint="pass builtin:all, a folder of task files, or one task file")
+
+
+def filter_tasks(tasks: Iterable[Task], *, suite: str | None = None, split: str | None = None,
+                 level: int | None = None, op_family: str | None = None, dtype: str | None = None) -> list[Task]:
+    out = []
+    for t in tasks:
+        if suite and t.suite != suite:
+            continue
+        if split and t.split != split:
+            continue
+        if level is not None and t.level != level:
+            continue
+        if op_family and t.op_family != op_family:
+            continue
+        if dtype and dtype not in t.dtypes:
+            continue
+        out.append(t)
+    return out
+
+
+def suite_version(tasks: Iterable[Task]) -> str:
+    """Changes whenever any task's source changes (recorded in verdicts and datasets)."""
+    h = hashlib.sha256()
+    for t in sorted(tasks, key=lambda t: t.id):
+        h.update(f"{t.id}:{t.source_hash}\n".encode())
+    return h.hexdigest()[:12]
