@@ -6,6 +6,9 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.amdkv-installed
 TORCH   := torch==2.13.0
 TRITON  := triton==3.6.0
+# numpy 2.4 turned int(1-element array) into an error, which breaks loops over scalar kernel
+# arguments under the Triton 3.6 interpreter (measured 2026-11-29): keep numpy below 2.4.
+NUMPY   := numpy==2.3.5
 
 .PHONY: install demo test clean
 
@@ -16,7 +19,7 @@ $(VPY):
 $(STAMP): $(VPY) pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q $(TORCH)
-	$(VPY) -m pip install -q $(TRITON) numpy
+	$(VPY) -m pip install -q $(TRITON) $(NUMPY)
 	$(VPY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
