@@ -277,10 +277,16 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult) and not self.in_jit and self.func_depth:
+        if isinstance(node.op, ast.MatMult) and self._in_compute_scope:
             self.add("torch_fallback", node, "uses the `@` operator outside a kernel: the matmul is "
                      "computed by PyTorch")
         self.generic_visit(node)
+
+    @property
+    def _in_compute_scope(self) -> bool:
+        """Python code that runs per forward: inside a function, not a kernel, not __init__
+        (parameter initialisation with torch ops in __init__ is legitimate)."""
+        return bool(self.func_depth) and not self.in_jit and "__init__" not in self.func_stack
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -297,10 +303,10 @@ class _Checker(ast.NodeVisitor):
                 self.add("process_or_file_access", node, f"calls `{full}()`")
             if parts[0] == "pathlib" or parts[-1] in ("read_text", "read_bytes", "write_text", "write_bytes"):
                 self.add("file_access", node, f"calls `{full}()`")
-            if not self.in_jit and self.func_depth and self._is_torch_compute(parts):
+            if self._in_compute_scope and self._is_torch_compute(parts):
                 self.add("torch_fallback", node, f"calls `{full}()` outside a kernel: the result is "
                          "computed by PyTorch, not by the candidate's kernels")
-        if (not self.in_jit and self.func_depth and isinstance(func, ast.Attribute)
+        if (self._in_compute_scope and isinstance(func, ast.Attribute)
                 and func.attr in TENSOR_COMPUTE_METHODS and self._receiver_is_tensorish(func.value)):
             self.add("torch_fallback", node, f"calls tensor method `.{func.attr}()` outside a kernel")
         self.generic_visit(node)

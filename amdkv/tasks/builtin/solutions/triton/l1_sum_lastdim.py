@@ -1,0 +1,31 @@
+"""Reference Triton solution for l1_sum_lastdim: one program per row, fp32 block accumulator."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _row_sum_kernel(x_ptr, out_ptr, n_cols, stride_row, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    base = x_ptr + row * stride_row
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(base + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        n_cols = x.shape[-1]
+        x2 = x.view(-1, n_cols)
+        out = torch.empty(x.shape[:-1], dtype=x.dtype)
+        BLOCK = min(4096, triton.next_power_of_2(n_cols))
+        _row_sum_kernel[(x2.shape[0],)](x2, out, n_cols, x2.stride(0), BLOCK=BLOCK, num_warps=8)
+        return out

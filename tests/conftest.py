@@ -1,0 +1,22 @@
+"""Shared fixtures. Tests run offline (HF_* offline variables are set by `make test`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Reference caches of the test session live in a temp dir, not in the user's ~/.cache."""
+    if "AMDKV_CACHE_DIR" not in os.environ:
+        os.environ["AMDKV_CACHE_DIR"] = str(tmp_path_factory.mktemp("amdkv-cache"))
+
+
+def have_tool(name: str) -> bool:
+    return shutil.which(name) is not None

@@ -1,0 +1,107 @@
+"""The tolerance policy and comparators (amdkv.verify.compare), on hand-made tensors."""
+
+from __future__ import annotations
+
+import torch
+
+from amdkv.verify.compare import compare_case, compare_float
+
+
+def golden_and_eager(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.softmax(x.double(), dim=-1)
+    e = torch.softmax(x.to(dtype), dim=-1)
+    return g, e
+
+
+def test_accurate_candidate_passes_and_reports_errors() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(64, 300)
+    g, e = golden_and_eager(x, torch.float32)
+    cand = torch.softmax(x.double(), dim=-1).float()  # more accurate than eager
+    res = compare_case([cand], [e], [g], [x], "default", {})
+    assert res.ok and res.max_abs_err is not None and res.allowed_abs_err > 0
+
+
+def test_zero_output_on_tiny_valued_task_fails() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(1000) * 1e-7
+    res = compare_case([torch.zeros_like(x)], [x.clone()], [x.double()], [x], "default", {})
+    assert not res.ok and res.reason == "value_mismatch"
+
+
+def test_constant_output_fails() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(500) * 1e-3
+    const = torch.full_like(x, float(x.mean()))
+    assert not compare_case([const], [x.clone()], [x.double()], [x], "default", {}).ok
+
+
+def test_fp16_gets_slack_from_its_epsilon_and_eager_error() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(32, 257)
+    g, e = golden_and_eager(x, torch.float16)
+    cand = g.half()  # correctly rounded: within fp16's own error
+    assert compare_case([cand], [e], [g], [x], "default", {}).ok
+    wrong = (g * 1.02).half()
+    assert not compare_case([wrong], [e], [g], [x], "default", {}).ok
+
+
+def test_nan_only_where_reference_has_nan() -> None:
+    e = torch.tensor([1.0, float("nan"), 3.0])
+    ok = compare_float(torch.tensor([1.0, float("nan"), 3.0]), e, e.double(), {"multiple": 8, "floor": 4, "rtol_ulps": 4})
+    assert ok.ok
+    bad = compare_case([torch.tensor([float("nan"), float("nan"), 3.0])], [e], [e.double()], [], "default", {})
+    assert not bad.ok and bad.reason == "nan_mismatch"
+    inf = compare_case([torch.tensor([1.0, float("inf"), 3.0])], [e], [e.double()], [], "default", {})
+    assert not inf.ok and inf.reason == "nan_mismatch"
+
+
+def test_shape_dtype_count_and_subclass_are_structural_failures() -> None:
+    e = torch.ones(4, 4)
+    assert compare_case([torch.ones(16)], [e], None, [], "default", {}).reason == "wrong_shape"
+    assert compare_case([torch.ones(4, 4, dtype=torch.float64)], [e], None, [], "default", {}).reason == "wrong_dtype"
+    assert compare_case([e, e], [e], None, [], "default", {}).reason == "wrong_output_count"
+
+    class Sneaky(torch.Tensor):
+        pass
+
+    sub = torch.ones(4, 4).as_subclass(Sneaky)
+    assert compare_case([sub], [e], None, [], "default", {}).reason == "tensor_subclass"
+
+
+def test_integer_outputs_must_match_exactly() -> None:
+    e = torch.arange(10)
+    assert compare_case([e.clone()], [e], None, [], "default", {}).ok
+    off = e.clone()
+    off[3] += 1
+    res = compare_case([off], [e], None, [], "default", {})
+    assert not res.ok and "index (3,)" in res.message
+
+
+def test_argmax_accepts_any_index_of_a_tie() -> None:
+    x = torch.tensor([[1.0, 5.0, 5.0, 2.0], [0.0, 0.0, 0.0, 0.0]])
+    ref = torch.tensor([1, 0])
+    other_tie = torch.tensor([2, 3])
+    assert compare_case([other_tie], [ref], None, [x], "argmax", {}).ok
+    wrong = torch.tensor([3, 0])
+    assert not compare_case([wrong], [ref], None, [x], "argmax", {}).ok
+
+
+def test_topk_judges_indices_by_the_values_they_select() -> None:
+    x = torch.tensor([[3.0, 1.0, 3.0, 0.5]])
+    vals, idx = torch.topk(x, 2)
+    swapped = idx.flip(-1)  # the tie broken the other way
+    assert compare_case([vals, swapped], [vals, idx], [vals.double(), idx], [x], "topk", {}).ok
+    dup = torch.tensor([[0, 0]])
+    assert not compare_case([vals, dup], [vals, idx], [vals.double(), idx], [x], "topk", {}).ok
+    bad = torch.tensor([[0, 1]])
+    assert not compare_case([vals, bad], [vals, idx], [vals.double(), idx], [x], "topk", {}).ok
+
+
+def test_scalar_loss_tolerance() -> None:
+    torch.manual_seed(0)
+    a, b = torch.randn(10000), torch.randn(10000)
+    g = ((a.double() - b.double()) ** 2).mean()
+    e = ((a - b) ** 2).mean()
+    assert compare_case([e.clone()], [e], [g], [a, b], "scalar", {}).ok
+    assert not compare_case([e * 1.001], [e], [g], [a, b], "scalar", {}).ok

@@ -1,0 +1,85 @@
+"""Static AST rules: what they flag, and what legitimate candidates they must leave alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from amdkv.verify.static_checks import check_source, forward_parameters
+
+HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
+KERNEL = "@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    pass\n"
+
+
+def codes(body: str) -> set[str]:
+    return {f.code for f in check_source(HEADER + KERNEL + body)}
+
+
+def test_clean_candidate_has_no_findings() -> None:
+    body = '''
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n) * 0.1)   # torch ops in __init__ are fine
+    def forward(self, x):
+        out = torch.empty_like(x)
+        k[(1,)](x, BLOCK=128)
+        return out.view(-1).reshape(x.shape)
+'''
+    assert codes(body) == set()
+
+
+@pytest.mark.parametrize("body,code", [
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n", "torch_fallback"),
+    ("import torch.nn.functional as F\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return F.gelu(x)\n", "torch_fallback"),
+    ("class ModelNew(nn.Module):\n    def forward(self, x, y):\n        return x @ y\n", "torch_fallback"),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return x.sum(dim=1)\n", "torch_fallback"),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return nn.Linear(4, 4)(x)\n", "torch_fallback"),
+    ("class Model(nn.Module):\n    pass\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return Model()(x)\n", "uses_reference_model"),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n            k[(1,)](x, BLOCK=1)\n        except Exception:\n            return x\n", "swallowing_try_except"),
+    ("import time\ntime.perf_counter = lambda: 0.0\nclass ModelNew(nn.Module):\n    pass\n", "patches_module"),
+    ("torch.allclose = lambda *a, **k: True\nclass ModelNew(nn.Module):\n    pass\n", "patches_module"),
+    ("import subprocess\nclass ModelNew(nn.Module):\n    pass\n", "import_not_allowed"),
+    ("import numpy as np\nclass ModelNew(nn.Module):\n    pass\n", "import_not_allowed"),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return open('/etc/passwd').read()\n", "file_access"),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return eval('x')\n", "dynamic_code"),
+    ("import sys\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return sys.modules\n", "introspection"),
+    ("_cache = {}\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        global _cache\n        return x\n", "global_state"),
+])
+def test_cheats_are_flagged(body: str, code: str) -> None:
+    assert code in codes(body)
+
+
+def test_no_kernel_is_flagged() -> None:
+    src = HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        return x.clone()\n"
+    assert "no_kernel" in {f.code for f in check_source(src)}
+
+
+def test_comments_and_strings_never_trigger() -> None:
+    body = 'class ModelNew(nn.Module):\n    """Uses torch.relu in the docs only."""\n    def forward(self, x):\n        s = "open(eval)"  # torch.matmul(x, x)\n        k[(1,)](x, BLOCK=1)\n        return x\n'
+    assert codes(body) == set()
+
+
+def test_narrow_try_except_and_import_time_try_are_fine() -> None:
+    body = '''
+try:
+    import triton.language.extra as extra
+except Exception:
+    extra = None
+_configs = {}
+class ModelNew(nn.Module):
+    def forward(self, x):
+        try:
+            cfg = _configs[x.shape[0]]
+        except KeyError:
+            cfg = 128
+        k[(1,)](x, BLOCK=cfg)
+        return x
+'''
+    assert codes(body) == set()
+
+
+def test_syntax_error_and_signatures() -> None:
+    assert [f.code for f in check_source("def f(:\n")] == ["syntax_error"]
+    src = HEADER + "class ModelNew(nn.Module):\n    def forward(self, a, b, c=1):\n        pass\n"
+    assert forward_parameters(src, "ModelNew") == ["a", "b", "c"]
+    assert forward_parameters(src, "Model") is None
