@@ -127,8 +127,13 @@ def env(as_json: bool) -> None:
 @click.option("--from", "spec", default="builtin:all", show_default=True, help="which bundled tasks")
 @click.option("--language", default="triton", show_default=True, type=click.Choice(["triton", "hip"]))
 @click.option("--jobs", default=2, show_default=True, help="candidates verified at the same time")
+@click.option("--compile-baseline/--no-compile-baseline", default=True, show_default=True,
+              help="on GPUs, also time torch.compile of the reference (slow the first time)")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="also write the verdicts as JSON lines to this file")
 @click.option("--json", "as_json", is_flag=True)
-def demo(device: str, spec: str, language: str, jobs: int, as_json: bool) -> None:
+def demo(device: str, spec: str, language: str, jobs: int, compile_baseline: bool, out_file: str | None,
+         as_json: bool) -> None:
     """Verify every bundled reference solution on the best local device and print a table."""
     from tqdm import tqdm
 
@@ -141,7 +146,7 @@ def demo(device: str, spec: str, language: str, jobs: int, as_json: bool) -> Non
     pairs = [(t, str(solution_path(t.id, language))) for t in all_tasks if solution_path(t.id, language)]
     if not pairs:
         raise AmdkvError(f"no bundled {language} solutions for {spec}", hint="try --language triton")
-    with Verifier(device, spares=jobs) as verifier:
+    with Verifier(device, spares=jobs, compile_baseline=compile_baseline) as verifier:
         bar = tqdm(total=len(pairs), desc=f"verifying on {verifier.platform.name}", unit="task",
                    disable=as_json, file=sys.stderr)
         counts = {"ok": 0}
@@ -153,6 +158,10 @@ def demo(device: str, spec: str, language: str, jobs: int, as_json: bool) -> Non
 
         verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
         bar.close()
+    if out_file:
+        with open(out_file, "w") as fh:
+            for v in verdicts:
+                fh.write(v.to_json() + "\n")
     if as_json:
         click.echo(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:
@@ -161,6 +170,60 @@ def demo(device: str, spec: str, language: str, jobs: int, as_json: bool) -> Non
         print_verdict_table(verdicts, title=f"bundled {language} reference solutions ({spec})")
     bad = [v for v in verdicts if v.status not in ("ok", "unverifiable")]
     sys.exit(EXIT_FAILURES if bad else EXIT_OK)
+
+
+# --------------------------------------------------------------------------------------- eval
+@main.command("eval")
+@click.argument("suite", required=False)
+@click.option("--samples", "samples_file", type=click.Path(dir_okay=False), default=None,
+              help='JSONL: {"task_id": ..., "samples": ["<source>", ...]} per line (docs/eval.md)')
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="output folder (resumable)")
+@click.option("--k", "k_text", default="1", show_default=True, help="comma-separated k for pass@k, e.g. 1,3")
+@click.option("--p", "p_text", default="1.0", show_default=True, help="comma-separated p for fast_p")
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]))
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1), help="samples verified at once")
+@click.option("--trials", default=3, show_default=True, type=click.IntRange(min=1), help="seeded trials per case")
+@click.option("--timeout", type=float, default=None, help="seconds for each candidate's process")
+@click.option("--bootstrap", default=1000, show_default=True, type=click.IntRange(min=0), help="CI resamples")
+@click.option("--seed", default=0, show_default=True, help="bootstrap seed")
+@click.option("--allow-partial", is_flag=True, help="tasks with fewer samples than k: report pass@k as not reportable")
+@click.option("--compare", nargs=2, type=click.Path(), default=None, metavar="A B",
+              help="compare two runs (folders or metrics.json) instead of evaluating")
+@click.option("--json", "as_json", is_flag=True, help="print metrics.json (or the comparison) as JSON")
+def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str, p_text: str,
+             device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
+             allow_partial: bool, compare: tuple[str, str] | None, as_json: bool) -> None:
+    """Verify a samples file against SUITE and write metrics.json, report.md and report.html to --out.
+
+    \b
+    amdkv eval SUITE --samples FILE.jsonl --out DIR [--k 1,3] [--p 1.0] [--device cpu] [--jobs N]
+    amdkv eval --compare RUN_A RUN_B [--json]
+    """
+    from amdkv import evaluation
+
+    if compare:
+        if suite or samples_file or out_dir:
+            raise click.UsageError("--compare A B takes no SUITE, --samples or --out")
+        cmp = evaluation.compare_metrics(evaluation.load_metrics(compare[0]), evaluation.load_metrics(compare[1]))
+        if as_json:
+            click.echo(json.dumps(cmp, indent=2))
+        else:
+            evaluation.print_comparison(cmp)
+        sys.exit(EXIT_OK)
+    if not suite or not samples_file or not out_dir:
+        raise click.UsageError("amdkv eval needs SUITE, --samples FILE.jsonl and --out DIR (or --compare A B)")
+    settings = evaluation.EvalSettings(
+        suite=suite, samples=samples_file, out=out_dir, ks=evaluation.parse_int_list(k_text, "--k"),
+        ps=evaluation.parse_float_list(p_text, "--p"), device=device, jobs=jobs, trials=trials, timeout=timeout,
+        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed)
+    outcome = evaluation.run_eval(settings, progress=not as_json)
+    if as_json:
+        click.echo(json.dumps(outcome.metrics, indent=2))
+    else:
+        from amdkv.evaluation.summary import print_summary
+
+        print_summary(outcome)
+    sys.exit(EXIT_INFRA if outcome.infra_errors else EXIT_OK)
 
 
 def _register_optional_groups() -> None:

@@ -53,6 +53,9 @@ class Spare:
             env.setdefault("OMP_NUM_THREADS", "1")  # workers run side by side on few cores
         else:
             env.pop("TRITON_INTERPRET", None)
+            # One lock file per GPU: timed sections of concurrent workers never overlap.
+            env["AMDKV_TIMING_LOCK"] = os.path.join(tempfile.gettempdir(),
+                                                    f"amdkv-timing-{platform.device.replace(':', '')}.lock")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=self.workdir,

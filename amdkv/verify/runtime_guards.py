@@ -25,6 +25,9 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+# Programs Triton's JIT itself starts while compiling/launching (see FileAccessGuard).
+TOOLCHAIN_PROGRAMS = frozenset({"ldconfig", "ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm", "ld.lld",
+                                "lld", "clang", "clang++", "hipcc", "amdclang", "amdclang++", "uname"})
 GUARD_ELEMS = 64          # elements of margin on each side of a guarded input
 GUARD_BYTE = 0xA5         # pattern written into the margins
 
@@ -55,6 +58,15 @@ def aten_op_name(func: Any) -> str:
 
 class TorchOpRecorder(TorchDispatchMode):
     """Records aten ops run by forward's Python code; paused while a kernel launches."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in `_disable_dynamo` unless this says False;
+        # that wrapper imports torch._dynamo (~5 s on a 2-core CI machine) at the first op of
+        # the candidate's first forward, on the candidate's clock. The worker never compiles
+        # with dynamo while recording (measured: with a mode active, a torch.compile'd function
+        # still dispatches its aten ops through this recorder), so the wrapper buys nothing.
+        return False
 
     def __init__(self) -> None:
         super().__init__()
@@ -93,9 +105,14 @@ class LaunchCounter:
         except ImportError:  # pragma: no cover - every supported triton has it
             pass
         for cls in targets:
-            cls.run = self._wrap(cls.run)
+            # The interpreter runs the kernel body as ordinary Python in this process, so torch
+            # calls made there (on tensors stashed in a global, say) are the candidate's compute,
+            # not Triton's: keep recording through interpreter launches. Measured: the
+            # interpreter's own argument handling uses only allowed ops (empty, new_empty, set_,
+            # copy_). GPU launches stay paused (compiled code never reaches the dispatcher).
+            cls.run = self._wrap(cls.run, pause=cls is tjit.JITFunction)
 
-    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _wrap(self, original: Callable[..., Any], pause: bool = True) -> Callable[..., Any]:
         counter = self
 
         def run(kernel, *args, grid=None, warmup=False, **kwargs):
@@ -110,8 +127,11 @@ class LaunchCounter:
                     except Exception:  # capture is best-effort; never change the launch
                         pass
             counter._local.depth = depth + 1
-            if counter.recorder is not None:
-                counter.recorder.paused += 1
+            recorder = counter.recorder if pause else None
+            if recorder is not None:
+                recorder.paused += 1
+            if callable(grid) and counter.recorder is not None:
+                grid = counter._recorded_grid(grid)
             try:
                 return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             except BaseException as exc:
@@ -123,11 +143,29 @@ class LaunchCounter:
                 raise
             finally:
                 counter._local.depth = depth
-                if counter.recorder is not None:
-                    counter.recorder.paused -= 1
+                if recorder is not None:
+                    recorder.paused -= 1
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         return run
+
+    def _recorded_grid(self, grid: Callable[..., Any]) -> Callable[..., Any]:
+        """A grid callable is the candidate's Python, called from inside the launch: record the
+        ops it runs (PyTorch compute hidden in `grid(meta)` was invisible while paused)."""
+        counter = self
+
+        def recorded_grid(*args: Any, **kwargs: Any) -> Any:
+            recorder = counter.recorder
+            saved = recorder.paused if recorder is not None else 0
+            if recorder is not None:
+                recorder.paused = 0
+            try:
+                return grid(*args, **kwargs)
+            finally:
+                if recorder is not None:
+                    recorder.paused = saved
+
+        return recorded_grid
 
 
 class FileAccessGuard:
@@ -137,9 +175,12 @@ class FileAccessGuard:
     candidate is imported. Writes are allowed only under `writable` (the worker's temp dir).
     """
 
-    def __init__(self, readable: list[str], writable: list[str]) -> None:
+    def __init__(self, readable: list[str], writable: list[str], refused_quietly: list[str] = ()) -> None:
         self.readable = [os.path.realpath(p) for p in readable if p]
         self.writable = [os.path.realpath(p) for p in writable if p]
+        # Exact paths that are refused without counting as a violation: the import system's
+        # own probes, e.g. the candidate's bytecode cache (see worker_jobs.run_candidate_job).
+        self.refused_quietly = {os.path.realpath(p) for p in refused_quietly if p}
         self.violations: list[str] = []
         self.enabled = False
 
@@ -155,6 +196,8 @@ class FileAccessGuard:
             if isinstance(path, int) or path is None:
                 return
             real = os.path.realpath(os.fsdecode(path))
+            if real in self.refused_quietly:
+                raise PermissionError(f"amdkv sandbox: {real} is not read")
             writing = isinstance(mode, str) and any(m in mode for m in "wax+")
             if isinstance(mode, int):  # os.open flags
                 writing = bool(mode & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
@@ -164,11 +207,54 @@ class FileAccessGuard:
                 raise PermissionError(f"amdkv sandbox: candidate may not open {real}")
         elif event in ("socket.connect", "socket.bind", "subprocess.Popen", "os.system", "os.exec",
                        "os.posix_spawn", "os.spawn", "os.fork", "pty.spawn"):
+            if event in ("subprocess.Popen", "os.posix_spawn") and self._toolchain_process(args):
+                return
             self.violations.append(f"{event}{args[:1]!r}")
             raise PermissionError(f"amdkv sandbox: candidate may not use {event}")
 
+    @staticmethod
+    def _toolchain_process(args: tuple) -> bool:
+        """Triton's own JIT runs these (libcuda lookup, the PTX assembler, AMD's linker): the
+        harness cannot tell its caller from the candidate, so it allows exactly these programs.
+        A candidate cannot import subprocess in the first place (static import allow-list)."""
+        exe = args[0] if args else None
+        if isinstance(exe, (list, tuple)):
+            exe = exe[0] if exe else None
+        name = os.path.basename(os.fsdecode(exe)) if isinstance(exe, (str, bytes, os.PathLike)) else ""
+        return name in TOOLCHAIN_PROGRAMS
+
     def install(self) -> None:
         sys.addaudithook(self._hook)
+        self._guard_native_readers()
+
+    @staticmethod
+    def _guard_native_readers() -> None:
+        """torch's C-level file readers open files without Python's `open()`, so no audit event
+        fires and the hook above never sees them (`torch.UntypedStorage.from_file("/etc/passwd",
+        ...)` read the file unnoticed). Make the public ones raise the same `open` audit event
+        first. Best effort: C code reached through `torch._C` is refused statically instead, and
+        only an OS-level sandbox can close this for good.
+        """
+        import functools
+
+        def audited(fn: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                path = args[0] if args else kwargs.get("filename", kwargs.get("f"))
+                if isinstance(path, (str, bytes, os.PathLike)):
+                    sys.audit("open", path, "r", 0)
+                return fn(*args, **kwargs)
+            return wrapper
+
+        def storage_audited(fn: Callable[..., Any]) -> classmethod:
+            return classmethod(lambda cls, *args, **kwargs: audited(fn)(*args, **kwargs))
+
+        torch.from_file = audited(torch.from_file)
+        torch.UntypedStorage.from_file = storage_audited(torch.UntypedStorage.from_file)
+        # (TypedStorage.from_file and the legacy FloatStorage & co. go through UntypedStorage's.)
+        if hasattr(torch, "PyTorchFileReader"):
+            torch.PyTorchFileReader = audited(torch.PyTorchFileReader)
+        torch.jit.load = audited(torch.jit.load)
 
 
 def guarded_copy(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -205,10 +291,14 @@ def poisoned_allocations() -> Iterator[None]:
     prev_det = torch.are_deterministic_algorithms_enabled()
     prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     prev_fill = torch.utils.deterministic.fill_uninitialized_memory
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # The C setter, not `torch.use_deterministic_algorithms`: the public function also sets an
+    # inductor config flag and so imports torch._inductor/_dynamo (~5 s on a 2-core CI machine)
+    # inside the candidate's first forward, i.e. on the candidate's clock and under the file
+    # guard. Only the ATen flag matters for filling uninitialised memory.
+    torch._C._set_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
+        torch._C._set_deterministic_algorithms(prev_det, warn_only=prev_warn)
         torch.utils.deterministic.fill_uninitialized_memory = prev_fill

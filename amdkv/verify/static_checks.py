@@ -46,6 +46,8 @@ DENIED_DUNDERS = frozenset({"__globals__", "__code__", "__builtins__", "__subcla
 # File readers reached through torch/numpy.
 DENIED_CALL_PATHS = frozenset({"torch.load", "torch.save", "torch.from_file", "torch.ops.load_library",
                                "torch.classes.load_library"})
+# Names of torch's C-level file readers: they bypass the audit hook that guards `open()`.
+NATIVE_FILE_READERS = frozenset({"from_file", "PyTorchFileReader", "PyTorchFileWriter"})
 # Tensor methods that compute (not allocate/move); calling them in Python code means the
 # result is being computed by PyTorch. Kept to unambiguous tensor names so that list/set
 # methods (`sort`, `add`, `index`, `copy`) never trigger it; the dynamic recorder sees the rest.
@@ -267,6 +269,14 @@ class _Checker(ast.NodeVisitor):
             parts = full.split(".")
             if parts[0] == "sys" and len(parts) > 1 and parts[1] in DENIED_SYS_ATTRS and parts[1] != "exit":
                 self.add("introspection", node, f"uses `{full}`")
+            # `torch._C` is refused as an import; reaching it as an attribute is the same thing
+            # (its storage classes read files in C, where the audit hook cannot see them).
+            if parts[:2] == ["torch", "_C"]:
+                self.add("introspection", node, f"uses `{full}`: torch's C internals are off limits")
+            # torch's C-level file readers (mmap), whatever they are reached through
+            # (`torch.UntypedStorage.from_file`, `torch.FloatStorage.from_file`, ...).
+            if parts[-1] in NATIVE_FILE_READERS:
+                self.add("file_access", node, f"uses `{full}`: candidates may not read files")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:

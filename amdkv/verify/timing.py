@@ -10,8 +10,11 @@ numbers. Only used on GPU platforms; nothing here runs on the CPU interpreter.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import statistics
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 SMALL_KERNEL_MS = 0.1
 
@@ -65,8 +68,32 @@ def time_graph(fn: Callable[[], Any], *, flush: Any, calls: int = 20, reps: int 
     return samples
 
 
+@contextmanager
+def exclusive_gpu() -> Iterator[None]:
+    """Hold the per-GPU timing lock (a file lock named by AMDKV_TIMING_LOCK) while timing.
+
+    Several workers may verify on one GPU at once; only timing needs the GPU alone, so
+    correctness work overlaps freely and timed sections queue on this lock.
+    """
+    path = os.environ.get("AMDKV_TIMING_LOCK")
+    if not path:
+        yield
+        return
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str) -> dict[str, Any]:
     """Median kernel time of `fn` in ms with its spread and the method used."""
+    with exclusive_gpu():
+        return _measure(fn, flush_nbytes=flush_nbytes, device=device)
+
+
+def _measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str) -> dict[str, Any]:
     import torch
 
     flush = torch.empty(flush_nbytes // 4, dtype=torch.int32, device=device)

@@ -44,7 +44,9 @@ class CaseResult:
     message: str | None = None
     ref_ms: float | None = None
     cand_ms: float | None = None
-    speedup: float | None = None
+    speedup: float | None = None             # vs eager PyTorch
+    speedup_compile: float | None = None     # vs torch.compile
+    timing_method: str | None = None
     sol: float | None = None
     min_bytes: int | None = None
     flops: float | None = None

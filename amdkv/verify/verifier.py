@@ -58,12 +58,13 @@ class Verifier:
 
     def __init__(self, device: str = "auto", *, trials: int = DEFAULT_TRIALS, timeout: float | None = None,
                  spares: int = 1, mem_cap_gib: float = 8.0, archs: tuple[str, ...] = (),
-                 time_performance: bool = True) -> None:
+                 time_performance: bool = True, compile_baseline: bool = True) -> None:
         self.platform: PlatformInfo = detect_platform(device)
         self.trials = trials
         self.timeout = timeout or (90.0 if self.platform.interpreter else 180.0)
         self.archs = tuple(archs)
         self.time_performance = time_performance and self.platform.can_time
+        self.compile_baseline = compile_baseline
         self.pool = SparePool(self.platform, size=spares, mem_cap_bytes=int(mem_cap_gib * 2**30))
         self._device_desc = self._describe_device()
         self._gpu_spec = spec_for_device_name(self._device_desc) if self.platform.can_time else None
@@ -194,7 +195,8 @@ class Verifier:
         for case in cases:
             seeds = [BASE_SEED + i for i in range(self._trials_for(case))]
             timed = self.time_performance and case.is_performance
-            key = case_key(task.source_hash, case.name, seeds, INIT_SEED, self._device_desc, timed, True)
+            key = case_key(task.source_hash, case.name, seeds, INIT_SEED, self._device_desc,
+                           timed and (self.compile_baseline or "eager-only"), True)
             files = CaseFiles(key)
             refs[case.name] = {"files": files, "seeds": seeds, "timed": timed}
             if files.complete():
@@ -217,7 +219,8 @@ class Verifier:
                 jobs.append({"name": case.name, "seeds": r["seeds"], "init_seed": INIT_SEED,
                              "inputs_file": os.path.join(tmp_dir, "inputs.pt"),
                              "expected_file": os.path.join(tmp_dir, "expected.pt"),
-                             "golden": True, "time": r["timed"], "flush_bytes": flush_bytes(self._gpu_spec)})
+                             "golden": True, "time": r["timed"], "flush_bytes": flush_bytes(self._gpu_spec),
+                             "compile_baseline": self.compile_baseline})
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = {"kind": "reference", "task_path": task.path, "device": self.platform.device,
                    "cases": jobs, "report_path": report_path}
@@ -247,19 +250,17 @@ class Verifier:
                        refs: dict[str, dict[str, Any]]) -> tuple[dict | None, dict | None, Any]:
         report_path = os.path.join(spare.workdir, "candidate_report.json")
         outputs_path = os.path.join(spare.workdir, "candidate_outputs.pt")
-        # The candidate gets its own copy of the inputs: the cache dir stays unreadable to it.
+        # The candidate may read exactly its inputs files (not the expected outputs beside them,
+        # nor anything else in the cache); it may write only in its own work dir.
         cjobs = []
         for case in cases:
             r = refs[case.name]
-            local = os.path.join(spare.workdir, f"inputs-{len(cjobs)}.pt")
-            with open(r["files"].inputs, "rb") as src, open(local, "wb") as dst:
-                dst.write(src.read())
-            cjobs.append({"name": case.name, "inputs_file": local, "recheck": True,
+            cjobs.append({"name": case.name, "inputs_file": str(r["files"].inputs), "recheck": True,
                           "time": bool(r["timed"]), "flush_bytes": flush_bytes(self._gpu_spec)})
         job = {"kind": "candidate", "candidate_path": str(cand_path), "device": self.platform.device,
                "interpreter": self.platform.interpreter, "cases": cjobs, "out_dir": spare.workdir,
                "outputs_path": outputs_path, "report_path": report_path,
-               "capture": bool(self.archs)}
+               "readable": [c["inputs_file"] for c in cjobs], "capture": bool(self.archs)}
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
@@ -407,6 +408,10 @@ class Verifier:
             return
         cres.ref_ms, cres.cand_ms = ref_t["ms"], cand_timing["ms"]
         cres.speedup = cres.ref_ms / cres.cand_ms if cres.cand_ms > 0 else None
+        comp_t = (ref_report.get("timing") or {}).get("compile") or {}
+        if "ms" in comp_t and cres.cand_ms > 0:
+            cres.speedup_compile = comp_t["ms"] / cres.cand_ms
+        cres.timing_method = cand_timing.get("method")
         dtype = task.dtypes[0] if task.dtypes else None
         floor = time_floor_ms(self._gpu_spec, cres.min_bytes, cres.flops, dtype)
         if floor:
@@ -415,12 +420,14 @@ class Verifier:
                 cres.status, cres.reason = HACK_DETECTED, "below_roofline_floor"
                 cres.message = (f"measured {cres.cand_ms:.4g} ms is below the {floor:.4g} ms needed to move "
                                 f"{cres.min_bytes} bytes on {self._gpu_spec.name}")
-        cres.message = (cres.message or "") + f" timing: {cand_timing.get('method')}"
 
     def _aggregate_speed(self, v: Verdict) -> None:
         sp = [c.speedup for c in v.cases if c.speedup]
         if sp and v.status == OK:
             v.speedup = math.exp(sum(math.log(s) for s in sp) / len(sp))
+            spc = [c.speedup_compile for c in v.cases if c.speedup_compile]
+            if spc and len(spc) == len(sp):
+                v.speedup_compile = math.exp(sum(math.log(s) for s in spc) / len(spc))
             sols = [c.sol for c in v.cases if c.sol]
             v.sol = sum(sols) / len(sols) if sols else None
 

@@ -93,7 +93,11 @@ def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
         model = copy.deepcopy(model_cpu).to(device).eval()
         golden_model = None
         if cjob.get("golden", True):
-            golden_model = copy.deepcopy(model_cpu).to(torch.float64).eval()
+            # float64 on the same device: GPUs make performance-sized goldens cheap.
+            golden_model = copy.deepcopy(model_cpu).to(torch.float64).to(device).eval()
+        # Performance-only cases keep their golden in float32 (half the disk; still far more
+        # precise than any fp32/fp16/bf16 output it is compared with).
+        golden_store = torch.float64 if case.is_correctness else torch.float32
         trials, eager, golden, mutated_all = [], [], [], set()
         golden_ok = golden_model is not None
         golden_error = None
@@ -113,10 +117,13 @@ def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
             eager.append(leaves)
             if golden_ok:
                 try:
-                    g_inputs = _to_float64([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+                    g_inputs = _to(_to_float64([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]), device)
                     with torch.no_grad():
                         g_out = golden_model(*g_inputs)
-                    golden.append(_detach_leaves(g_out) + [g_inputs[i].detach().clone() for i in mutated])
+                    g_leaves = _detach_leaves(g_out) + [g_inputs[i].detach().cpu().clone() for i in mutated]
+                    golden.append([g.to(golden_store) if isinstance(g, torch.Tensor) and g.is_floating_point()
+                                   else g for g in g_leaves])
+                    del g_inputs, g_out
                 except Exception as exc:  # some ops have no float64 kernel: fall back to eager
                     golden_ok, golden_error = False, f"{type(exc).__name__}: {exc}"[:300]
         if not golden_ok:
@@ -152,6 +159,8 @@ def _time_reference(module: Any, case: Any, model: Any, inputs: list[Any], devic
     out: dict[str, Any] = {}
     with torch.no_grad():
         out["eager"] = timing.measure(lambda: model(*dev_inputs), flush_nbytes=cjob["flush_bytes"], device=device)
+        if not cjob.get("compile_baseline", True):
+            return out
         try:
             compiled = torch.compile(model)
             compiled(*dev_inputs)
@@ -244,7 +253,18 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     counter.install()
     if job.get("interpreter"):
         _patch_autotune_for_interpreter()
-    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]])
+    # Importing the candidate makes importlib probe `__pycache__/<name>.cpython-XY.pyc` beside it.
+    # That probe is not the candidate's doing (it made every candidate outside the package dir
+    # a `sandbox_violation`), but the .pyc must not be read either: a planted .pyc would run code
+    # other than the source the static checks saw. Refuse it quietly; importlib then compiles
+    # the source (an OSError on the .pyc is a cache miss for it).
+    import importlib.util
+
+    try:
+        pyc = [importlib.util.cache_from_source(job["candidate_path"])]
+    except (NotImplementedError, ValueError):  # no bytecode cache in this interpreter
+        pyc = []
+    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]], refused_quietly=pyc)
     guard.install()
     stdout_buf = io.StringIO()
 

@@ -19,7 +19,7 @@ class Model(nn.Module):
         self.num_rows = num_rows
 
     def forward(self, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros(self.num_rows, src.shape[1], dtype=src.dtype)
+        out = torch.zeros(self.num_rows, src.shape[1], dtype=src.dtype, device=src.device)
         return out.index_add(0, index, src)
 
 

@@ -20,7 +20,7 @@ class Model(nn.Module):
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         seq, dim = q.shape[-2], q.shape[-1]
         scores = (q @ k.transpose(-2, -1)) * (1.0 / dim ** 0.5)
-        future = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+        future = torch.ones(seq, seq, dtype=torch.bool, device=scores.device).triu(1)
         scores = scores.masked_fill(future, float("-inf"))
         return torch.softmax(scores, dim=-1) @ v
 

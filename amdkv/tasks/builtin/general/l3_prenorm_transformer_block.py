@@ -30,7 +30,7 @@ class Model(nn.Module):
         hd = Hd // self.n_heads
         q, k, v = self.qkv(h).view(B, S, 3, self.n_heads, hd).permute(2, 0, 3, 1, 4)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / hd ** 0.5)
-        future = torch.ones(S, S, dtype=torch.bool).triu(1)
+        future = torch.ones(S, S, dtype=torch.bool, device=scores.device).triu(1)
         probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
         return self.proj((probs @ v).transpose(1, 2).reshape(B, S, Hd))
 

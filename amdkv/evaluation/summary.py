@@ -1,0 +1,37 @@
+"""The console summary `amdkv eval` prints when it is done (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amdkv.evaluation.format import fmt_ci, fmt_value, metric_names, not_reportable_reason
+
+
+def print_summary(outcome: Any, console: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(stderr=False)
+    m = outcome.metrics
+    platform = m.get("platform")
+    table = Table(title=f"amdkv eval {m.get('suite')}: {m.get('n_tasks')} tasks, {m.get('n_samples')} samples "
+                        f"— platform {platform}")
+    for col in ("metric", "value", "95% CI", "n", "aggregation"):
+        table.add_column(col)
+    for name in metric_names(m):
+        e = m[name]
+        if e.get("value") is None:
+            table.add_row(name, "n/a", f"[dim]{not_reportable_reason(e, platform)}[/dim]", str(e.get("n")), "")
+        else:
+            table.add_row(name, fmt_value(name, e["value"]), fmt_ci(name, e), str(e.get("n")),
+                          f"[dim]{e.get('aggregation')}[/dim]")
+    console.print(table)
+    console.print(f"  platform: {m.get('platform_description')}")
+    if platform == "cpu":
+        console.print("  interpreter-verified (Triton CPU interpreter); no speedups on cpu")
+    console.print(f"  verified now: {outcome.verified}, reused from results.jsonl: {outcome.reused}")
+    if outcome.infra_errors:
+        console.print(f"  [magenta]{outcome.infra_errors} sample(s) hit infrastructure errors[/magenta]; "
+                      "they are left out of the metrics. Re-run the same command to retry them.")
+    for key in ("report_md", "report_html", "metrics"):
+        console.print(f"  {key.replace('_', '.')}: {outcome.files[key]}")

@@ -1,0 +1,131 @@
+"""Worker: import a HIP candidate with `load_inline`/`load` patched, and record their arguments.
+
+    python -m amdkv.verify.backends.hip_capture_worker CANDIDATE.py OUT.json [TASK.py]
+
+Runs in a sandboxed subprocess (the candidate is untrusted). The patches are installed BEFORE the
+candidate is imported, so both styles are captured: KernelBench's (`__global__` code in
+`cpp_sources`, `CXX=hipcc`) and the `cuda_sources` style. The patched functions return a stub
+whose attributes raise `CompileOnlyError`, so `ModelNew(...)` construction proceeds or fails
+harmlessly; with a task file, `ModelNew(*get_init_inputs())` is attempted to catch extensions
+built in `__init__`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+captures: list[dict[str, Any]] = []
+
+
+class CompileOnlyError(RuntimeError):
+    """Raised when a captured (never built) HIP extension is called."""
+
+
+class CompileOnlyExtension:
+    """Stand-in for the module `load_inline` would return; nothing in it can run."""
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "_amdkv_name", name)
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise CompileOnlyError(
+            f"compile-only: HIP extension {self._amdkv_name!r} was captured for hipcc but not built, so "
+            f"{attr!r} cannot run here (no AMD GPU); the verifier compiles its sources for AMD targets instead")
+
+
+def _as_list(v: Any) -> list[str]:
+    if v is None:
+        return []
+    return [v] if isinstance(v, str) else [str(x) for x in v]
+
+
+def fake_load_inline(name, cpp_sources=None, cuda_sources=None, sycl_sources=None, functions=None,
+                     extra_cflags=None, extra_cuda_cflags=None, extra_sycl_cflags=None, extra_ldflags=None,
+                     extra_include_paths=None, build_directory=None, verbose=False, with_cuda=None,
+                     is_python_module=True, with_pytorch_error_handling=True, keep_intermediates=True,
+                     use_pch=False, **kwargs):
+    captures.append({
+        "api": "load_inline", "name": str(name), "cpp_sources": _as_list(cpp_sources),
+        "cuda_sources": _as_list(cuda_sources),
+        "functions": (_as_list(functions) if not isinstance(functions, dict) else list(functions)),
+        "extra_cflags": _as_list(extra_cflags), "extra_cuda_cflags": _as_list(extra_cuda_cflags),
+        "extra_include_paths": _as_list(extra_include_paths), "with_cuda": with_cuda,
+        "cxx": os.environ.get("CXX"),
+    })
+    return CompileOnlyExtension(str(name))
+
+
+def fake_load(name, sources=None, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,
+              extra_include_paths=None, build_directory=None, verbose=False, with_cuda=None, **kwargs):
+    files = []
+    for src in _as_list(sources):
+        try:
+            files.append({"path": src, "text": Path(src).read_text()})
+        except OSError as e:
+            files.append({"path": src, "text": None, "error": str(e)})
+    captures.append({
+        "api": "load", "name": str(name), "sources": files, "extra_cflags": _as_list(extra_cflags),
+        "extra_cuda_cflags": _as_list(extra_cuda_cflags), "extra_include_paths": _as_list(extra_include_paths),
+        "with_cuda": with_cuda, "cxx": os.environ.get("CXX"),
+    })
+    return CompileOnlyExtension(str(name))
+
+
+def install_patches() -> None:
+    import torch.utils.cpp_extension as ce
+
+    ce.load_inline = fake_load_inline
+    ce.load = fake_load
+
+
+def _import(path: str, prefix: str):
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _err(e: BaseException) -> str:
+    tb = traceback.format_exception(type(e), e, e.__traceback__)
+    return "".join(tb[-6:])[-4000:]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print("usage: python -m amdkv.verify.backends.hip_capture_worker CANDIDATE OUT.json [TASK]", file=sys.stderr)
+        return 2
+    cand, out = argv[0], argv[1]
+    install_patches()
+    result: dict[str, Any] = {"captures": captures, "import_error": None, "init_error": None}
+    sys.path.insert(0, str(Path(cand).resolve().parent))
+    try:
+        mod = _import(cand, "amdkv_hip_candidate")
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        result["import_error"] = _err(e)
+        mod = None
+    if mod is not None and len(argv) == 3 and hasattr(mod, "ModelNew"):
+        try:
+            task = _import(argv[2], "amdkv_hip_task")
+            init = task.get_init_inputs() if hasattr(task, "get_init_inputs") else []
+            mod.ModelNew(*init)
+        except BaseException as e:  # noqa: BLE001 - harmless: we only want the load_inline calls
+            result["init_error"] = _err(e)
+    Path(out).write_text(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

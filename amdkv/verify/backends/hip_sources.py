@@ -1,0 +1,178 @@
+"""Turn captured `load_inline`/`load` calls into HIP translation units, and split out device code.
+
+What torch would compile (ROCm build of torch, as far as a compile for resources is concerned):
+`cpp_sources` become `main.cpp` after `#include <torch/extension.h>` (compiled with `CXX`, i.e.
+hipcc in KernelBench's HIP style), `cuda_sources` become `cuda.cu` after `#include <torch/types.h>`
+and the HIP runtime header.
+
+`device_only_source` is the fast path: torch/ATen/c10/pybind11 includes are dropped, and so are
+top-level host functions and declarations that use torch (`torch::`, `at::`, `TORCH_CHECK`, ...)
+and the `PYBIND11_MODULE` block. Kernels, device helpers, structs, templates and torch-free host
+code stay. Removed text is blanked (newlines kept), so compiler line numbers still match the
+candidate's source. It is only trusted when it compiles and every `__global__` kernel of the
+source shows up in the resource remarks (a template kernel instantiated only by removed host
+code would not); otherwise the caller compiles the full unit with torch's headers (precompiled).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+TORCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch|ATen|c10|pybind11|caffe2)/[^>"]*[>"].*$', re.M)
+TORCH_WORDS = re.compile(r"\b(torch|at|c10|py|pybind11)::|\bTORCH_\w+|\bAT_\w+|\bC10_\w+|\bTensor\b|"
+                         r"\bPYBIND11_\w+|\bCHECK_(CUDA|HIP|INPUT|CONTIGUOUS)\b")
+SAFE_FLAG = re.compile(r"^(-O[0-3s]?|-D\w+(=\S*)?|-U\w+|-std=c\+\+\d+|-ffast-math|-fno-fast-math|"
+                       r"-munsafe-fp-atomics|-ffp-contract=\w+|-fgpu-flush-denormals-to-zero|-w|-Wall)$")
+GLOBAL_NAME = re.compile(r"__global__[^;{(]*?\b(\w+)\s*\(", re.S)
+
+
+@dataclasses.dataclass
+class TranslationUnit:
+    """One source file torch would compile for an extension."""
+
+    name: str            # e.g. "relu_ext/main.cpp"
+    source: str
+    flags: list[str]
+    torch_headers: bool  # needs torch's headers (includes torch/ATen/c10)
+    has_device_code: bool
+
+
+def safe_flags(flags: list[str]) -> tuple[list[str], list[str]]:
+    """(flags passed to hipcc, flags dropped). Host-only, link and path flags are dropped."""
+    keep, drop = [], []
+    for f in flags:
+        f = "-ffast-math" if f in ("--use_fast_math", "-use_fast_math") else f
+        (keep if SAFE_FLAG.match(f) else drop).append(f)
+    return keep, drop
+
+
+def _has_device_code(src: str) -> bool:
+    return bool(re.search(r"__global__|__device__|hipLaunchKernelGGL|<<<", src))
+
+
+def translation_units(capture: dict) -> list[TranslationUnit]:
+    """The units one captured call compiles (empty sources are skipped)."""
+    name = capture.get("name", "ext")
+    units: list[TranslationUnit] = []
+    if capture.get("api") == "load":
+        for f in capture.get("sources", []):
+            text = f.get("text") or ""
+            is_cuda = f.get("path", "").endswith((".cu", ".hip", ".cuh"))
+            flags = capture.get("extra_cuda_cflags" if is_cuda else "extra_cflags", [])
+            units.append(TranslationUnit(f"{name}/{f.get('path', '?').rsplit('/', 1)[-1]}", text,
+                                         safe_flags(flags)[0], bool(TORCH_INCLUDE.search(text)),
+                                         _has_device_code(text)))
+        return units
+    cpp = "\n".join(capture.get("cpp_sources", []))
+    if cpp.strip():
+        text = "#include <torch/extension.h>\n" + cpp
+        units.append(TranslationUnit(f"{name}/main.cpp", text, safe_flags(capture.get("extra_cflags", []))[0],
+                                     True, _has_device_code(cpp)))
+    cuda = "\n".join(capture.get("cuda_sources", []))
+    if cuda.strip():
+        text = "#include <torch/types.h>\n#include <hip/hip_runtime.h>\n" + cuda
+        units.append(TranslationUnit(f"{name}/cuda.cu", text, safe_flags(capture.get("extra_cuda_cflags", []))[0],
+                                     True, _has_device_code(cuda)))
+    return units
+
+
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _mask_comments_strings(src: str) -> str:
+    """Same length as `src`, with comments and string/char literals replaced by spaces."""
+    out, i, n = [], 0, len(src)
+    while i < n:
+        c = src[i]
+        if src.startswith("//", i):
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+        elif src.startswith("/*", i):
+            j = src.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif c in "\"'":
+            j = i + 1
+            while j < n and src[j] != c and src[j] != "\n":
+                j += 2 if src[j] == "\\" else 1
+            j = min(j + 1, n)
+        else:
+            out.append(c)
+            i += 1
+            continue
+        out.append(_blank(src[i:j]))
+        i = j
+    return "".join(out)
+
+
+def device_only_source(src: str) -> tuple[str, int]:
+    """(source with torch-using host code blanked out, number of pieces removed)."""
+    src = TORCH_INCLUDE.sub(lambda m: _blank(m.group(0)), src)
+    masked = _mask_comments_strings(src)
+    # preprocessor lines are their own items
+    masked = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: "\x00" * len(m.group(0)), masked, flags=re.M)
+    out = list(src)
+    removed = 0
+    depth_scopes: list[bool] = []  # True for transparent scopes (namespace / extern "C")
+    item_start = 0
+    i, n = 0, len(masked)
+    while i < n:
+        c = masked[i]
+        if c == "\x00":
+            item_start = i + 1
+        elif c == ";" and not any(not t for t in depth_scopes):
+            decl = masked[item_start:i + 1]
+            if TORCH_WORDS.search(decl) and "__global__" not in decl and "__device__" not in decl:
+                for k in range(item_start, i + 1):
+                    if out[k] != "\n":
+                        out[k] = " "
+                removed += 1
+            item_start = i + 1
+        elif c == "{":
+            if any(not t for t in depth_scopes):
+                depth_scopes.append(False)
+            else:
+                header = masked[item_start:i]
+                if re.match(r"\s*(namespace\b[^{]*|extern\s*)$", header) or re.match(r'\s*extern\s*$', header):
+                    depth_scopes.append(True)
+                    item_start = i + 1
+                else:
+                    # find the matching brace of this top-level item
+                    d, j = 1, i + 1
+                    while j < n and d:
+                        d += {"{": 1, "}": -1}.get(masked[j], 0)
+                        j += 1
+                    body = masked[i:j]
+                    is_device = "__global__" in header or "__device__" in header
+                    is_type = re.search(r"\b(struct|class|union|enum)\b[^(]*$", header) is not None
+                    is_module = re.search(r"\b(PYBIND11_MODULE|TORCH_LIBRARY\w*)\b", header) is not None
+                    uses_torch = TORCH_WORDS.search(header) or TORCH_WORDS.search(body)
+                    if is_module or (not is_device and not is_type and "(" in header and uses_torch):
+                        # also swallow a trailing ';' after the body
+                        end = j + 1 if j < n and masked[j] == ";" else j
+                        for k in range(item_start, end):
+                            if out[k] != "\n":
+                                out[k] = " "
+                        removed += 1
+                        j = end
+                    i = j
+                    item_start = j
+                    continue
+        elif c == "}":
+            if depth_scopes:
+                depth_scopes.pop()
+            item_start = i + 1
+        i += 1
+    return "".join(out), removed
+
+
+def global_kernel_names(src: str) -> set[str]:
+    """Names of `__global__` functions defined or declared in `src` (comments ignored)."""
+    return set(GLOBAL_NAME.findall(_mask_comments_strings(src)))
+
+
+def is_template_kernel(src: str, name: str) -> bool:
+    masked = _mask_comments_strings(src)
+    return re.search(r"template\s*<[^{;]*?>\s*__global__[^;{(]*?\b" + re.escape(name) + r"\s*\(", masked, re.S) \
+        is not None
