@@ -10,7 +10,7 @@ TRITON  := triton==3.6.0
 # arguments under the Triton 3.6 interpreter (measured 2026-11-29): keep numpy below 2.4.
 NUMPY   := numpy==2.3.5
 
-.PHONY: install demo test clean
+.PHONY: install demo test clean toolchain-hip
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(VENV)/bin/python -m pytest -q -ra tests
+
+# Real hipcc 7 (gfx90a/gfx942/gfx950) in a Debian sid chroot; idempotent, needs root (docs/amd_compile.md).
+toolchain-hip: $(STAMP)
+	$(VENV)/bin/amdkv toolchain install hip --torch-ext
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -93,6 +93,10 @@ class LaunchCounter:
         self.count = 0
         self.kernels: dict[str, int] = {}
         self.recorder: TorchOpRecorder | None = None
+        # On GPU platforms Triton's JIT runs trusted toolchain work inside a launch (gcc for the
+        # launcher stub, ptxas, ldconfig, cache files): the file guard is lifted for its duration.
+        # Never set on the interpreter, where the kernel body itself is the candidate's Python.
+        self.guard: "FileAccessGuard | None" = None
         self.on_launch = on_launch
         self._local = threading.local()
 
@@ -130,6 +134,9 @@ class LaunchCounter:
             recorder = counter.recorder if pause else None
             if recorder is not None:
                 recorder.paused += 1
+            guard_was = counter.guard.enabled if counter.guard is not None else None
+            if counter.guard is not None:
+                counter.guard.enabled = False
             if callable(grid) and counter.recorder is not None:
                 grid = counter._recorded_grid(grid)
             try:
@@ -145,6 +152,8 @@ class LaunchCounter:
                 counter._local.depth = depth
                 if recorder is not None:
                     recorder.paused -= 1
+                if counter.guard is not None:
+                    counter.guard.enabled = bool(guard_was)
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         return run
@@ -175,9 +184,14 @@ class FileAccessGuard:
     candidate is imported. Writes are allowed only under `writable` (the worker's temp dir).
     """
 
-    def __init__(self, readable: list[str], writable: list[str], refused_quietly: list[str] = ()) -> None:
+    def __init__(self, readable: list[str], writable: list[str], refused_quietly: list[str] = (),
+                 protected: list[str] = ()) -> None:
         self.readable = [os.path.realpath(p) for p in readable if p]
         self.writable = [os.path.realpath(p) for p in writable if p]
+        # Exact paths inside `writable` the candidate may not open in any mode nor rename or link
+        # onto: the files through which the worker reports to the parent. Writing them and then
+        # leaving with os._exit(0) forged a whole report (outputs computed by PyTorch, no findings).
+        self.protected = {os.path.realpath(p) for p in protected if p}
         # Exact paths that are refused without counting as a violation: the import system's
         # own probes, e.g. the candidate's bytecode cache (see worker_jobs.run_candidate_job).
         self.refused_quietly = {os.path.realpath(p) for p in refused_quietly if p}
@@ -202,9 +216,15 @@ class FileAccessGuard:
             if isinstance(mode, int):  # os.open flags
                 writing = bool(mode & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
             ok = self._under(real, self.writable) or (not writing and self._under(real, self.readable))
+            ok = ok and real not in self.protected
             if not ok:
                 self.violations.append(f"open({real!r}, {mode!r})")
                 raise PermissionError(f"amdkv sandbox: candidate may not open {real}")
+        elif event in ("os.rename", "os.link", "os.symlink") and len(args) > 1 and \
+                isinstance(args[1], (str, bytes, os.PathLike)) and \
+                os.path.realpath(os.fsdecode(args[1])) in self.protected:
+            self.violations.append(f"{event}{args[:2]!r}")
+            raise PermissionError(f"amdkv sandbox: candidate may not replace the worker's report files")
         elif event in ("socket.connect", "socket.bind", "subprocess.Popen", "os.system", "os.exec",
                        "os.posix_spawn", "os.spawn", "os.fork", "pty.spawn"):
             if event in ("subprocess.Popen", "os.posix_spawn") and self._toolchain_process(args):

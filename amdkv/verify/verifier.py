@@ -446,10 +446,12 @@ class Verifier:
 
     def _amd_compile(self, v: Verdict, cand_path: Path, captures: list[dict[str, Any]]) -> None:
         try:
-            from amdkv.verify.amd.triton_aot import compile_triton_for_amd
+            from amdkv.verify.amd.compile import compile_triton_for_amd
         except ImportError as exc:
             v.diagnostics += f"\n[amd] AMD compile layer unavailable: {exc}"
             return
+        # Launches made while an autotuner benchmarks its configs describe no chosen kernel.
+        captures = [c for c in captures if (c.get("autotune_config") or {}).get("phase") != "bench"]
         t0 = time.monotonic()
         res = compile_triton_for_amd(str(cand_path), captures, archs=self.archs)
         v.timings["amd_compile_s"] = round(time.monotonic() - t0, 3)

@@ -264,8 +264,14 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
         pyc = [importlib.util.cache_from_source(job["candidate_path"])]
     except (NotImplementedError, ValueError):  # no bytecode cache in this interpreter
         pyc = []
-    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]], refused_quietly=pyc)
+    # The report and outputs files are the worker's word to the parent: the candidate, which runs
+    # with the worker's temp dir as its cwd and writable, must not be able to write them first.
+    protected = [job["report_path"], job["report_path"] + ".tmp", job["outputs_path"]]
+    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]] + ([os.environ["AMDKV_TIMING_LOCK"]] if os.environ.get("AMDKV_TIMING_LOCK") else []), refused_quietly=pyc,
+                            protected=protected)
     guard.install()
+    if not job.get("interpreter"):
+        counter.guard = guard
     stdout_buf = io.StringIO()
 
     # 2. Import the candidate.

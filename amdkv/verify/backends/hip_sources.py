@@ -22,7 +22,7 @@ import re
 TORCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch|ATen|c10|pybind11|caffe2)/[^>"]*[>"].*$', re.M)
 TORCH_WORDS = re.compile(r"\b(torch|at|c10|py|pybind11)::|\bTORCH_\w+|\bAT_\w+|\bC10_\w+|\bTensor\b|"
                          r"\bPYBIND11_\w+|\bCHECK_(CUDA|HIP|INPUT|CONTIGUOUS)\b")
-SAFE_FLAG = re.compile(r"^(-O[0-3s]?|-D\w+(=\S*)?|-U\w+|-std=c\+\+\d+|-ffast-math|-fno-fast-math|"
+SAFE_FLAG = re.compile(r"^(-D\w+(=\S*)?|-U\w+|-std=c\+\+\d+|-ffast-math|-fno-fast-math|"
                        r"-munsafe-fp-atomics|-ffp-contract=\w+|-fgpu-flush-denormals-to-zero|-w|-Wall)$")
 GLOBAL_NAME = re.compile(r"__global__[^;{(]*?\b(\w+)\s*\(", re.S)
 
@@ -39,7 +39,8 @@ class TranslationUnit:
 
 
 def safe_flags(flags: list[str]) -> tuple[list[str], list[str]]:
-    """(flags passed to hipcc, flags dropped). Host-only, link and path flags are dropped."""
+    """(flags passed to hipcc, flags dropped). Host-only, link and path flags are dropped, and so are
+    -O levels: every unit is compiled at -O3 (resources at one optimisation level; one PCH)."""
     keep, drop = [], []
     for f in flags:
         f = "-ffast-math" if f in ("--use_fast_math", "-use_fast_math") else f
@@ -169,7 +170,8 @@ def device_only_source(src: str) -> tuple[str, int]:
 
 def global_kernel_names(src: str) -> set[str]:
     """Names of `__global__` functions defined or declared in `src` (comments ignored)."""
-    return set(GLOBAL_NAME.findall(_mask_comments_strings(src)))
+    masked = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", _mask_comments_strings(src))
+    return set(GLOBAL_NAME.findall(masked))
 
 
 def is_template_kernel(src: str, name: str) -> bool:
