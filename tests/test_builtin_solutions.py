@@ -17,7 +17,8 @@ TASKS = load_builtin()
 @pytest.fixture(scope="module")
 def verdicts() -> dict:
     pairs = [(t, str(solution_path(t.id))) for t in TASKS]
-    with Verifier("cpu", spares=2, timeout=240) as verifier:
+    # archs: every solution's captured kernels are also compiled for MI300X (gfx942).
+    with Verifier("cpu", spares=2, timeout=240, archs=("gfx942",)) as verifier:
         results = verify_many(verifier, pairs, jobs=2)
     return {t.id: v for t, v in zip(TASKS, results)}
 
@@ -32,3 +33,19 @@ def test_reference_solution_verifies_on_cpu(verdicts: dict, task_id: str) -> Non
     assert v.status == "ok", f"{task_id}: {v.status} ({v.reason})\n{v.diagnostics[-1500:]}"
     assert v.correct is True and v.interpreter_verified is True
     assert v.cases and all(c.trials >= 1 for c in v.cases)
+    assert v.env["suite_version"] and v.env["task_source_hash"]
+
+
+@pytest.mark.parametrize("task_id", [t.id for t in TASKS])
+def test_reference_solution_compiles_for_gfx942(verdicts: dict, task_id: str) -> None:
+    """Resources come from a real AMD compile of the kernels captured while the solution ran
+    (bf16 tasks that the interpreter cannot run are not captured on cpu)."""
+    v = verdicts[task_id]
+    if v.status == "unverifiable":
+        pytest.skip(f"{task_id} did not run on the interpreter ({v.reason}); no launch to capture")
+    assert v.resources, f"{task_id}: no gfx942 compile results\n{v.diagnostics[-800:]}"
+    for r in v.resources:
+        assert r.arch == "gfx942"
+        assert r.compiled, f"{task_id}/{r.kernel}: {r.error}"
+        assert r.vgpr is not None and r.sgpr is not None and r.lds_limit == 64 * 1024
+        assert r.lds_bytes is None or r.lds_bytes <= r.lds_limit, f"{task_id}/{r.kernel}: LDS {r.lds_bytes}"

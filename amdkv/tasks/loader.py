@@ -127,8 +127,19 @@ def load_task(path: str | os.PathLike[str], *, suite: str = "custom", task_id: s
         description=meta.get("description", (module.__doc__ or "").strip()),
         split=meta.get("split"),
         cases=_cases_from_module(module, path),
-        metadata=meta,
+        metadata={**meta, **_builtin_version(path)},
     )
+
+
+def _builtin_version(path: Path) -> dict[str, str]:
+    """Bundled tasks carry the bundle's suite version however they were loaded."""
+    from amdkv.tasks import builtin
+
+    if builtin.BUILTIN_ROOT not in path.parents or builtin.SOLUTIONS_ROOT in path.parents:
+        return {}
+    from amdkv.tasks.suites import builtin_suite_version
+
+    return {"suite_version": builtin_suite_version()}
 
 
 def load_task_dir(folder: str | os.PathLike[str], *, suite: str | None = None) -> list[Task]:

@@ -6,6 +6,7 @@ split (DESIGN.md section 4: eval tasks are never trained on). Filters narrow a l
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import Iterable
@@ -24,6 +25,13 @@ def load_builtin(suite: str | None = None) -> list[Task]:
         tasks.append(load_task(path, suite=path.parent.name))
     _assign_splits(tasks)
     return tasks
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_suite_version() -> str:
+    """Version of the whole bundle (recorded in every verdict on a bundled task): the same
+    whichever subset was loaded, and different as soon as any bundled task changes."""
+    return suite_version([Task(id=p.stem, path=str(p), source=p.read_text()) for p in builtin.task_files()])
 
 
 def _assign_splits(tasks: list[Task]) -> None:

@@ -42,7 +42,9 @@ DENIED_SYS_ATTRS = frozenset({"modules", "_getframe", "settrace", "setprofile", 
 DENIED_DUNDERS = frozenset({"__globals__", "__code__", "__builtins__", "__subclasses__",
                             "__closure__", "__dict__", "__getattribute__", "__loader__", "__spec__",
                             "__class__", "__bases__", "__mro__", "__import__", "f_back", "f_globals",
-                            "gi_frame", "tb_frame"})
+                            "gi_frame", "tb_frame", "__self__", "__func__", "__reduce__", "__reduce_ex__"})
+# getattr/setattr-like lookups whose attribute name is computed at run time hide every rule above.
+NAME_LOOKUPS = frozenset({"getattr", "hasattr", "attrgetter", "methodcaller"})
 # File readers reached through torch/numpy.
 DENIED_CALL_PATHS = frozenset({"torch.load", "torch.save", "torch.from_file", "torch.ops.load_library",
                                "torch.classes.load_library"})
@@ -259,6 +261,8 @@ class _Checker(ast.NodeVisitor):
         return bool(h.body) and isinstance(h.body[-1], ast.Raise)
 
     # expressions --------------------------------------------------------------------------
+    _inner_attribute = False
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in DENIED_DUNDERS:
             self.add("introspection", node, f"uses `.{node.attr}`: reaching into frames, globals "
@@ -269,15 +273,21 @@ class _Checker(ast.NodeVisitor):
             parts = full.split(".")
             if parts[0] == "sys" and len(parts) > 1 and parts[1] in DENIED_SYS_ATTRS and parts[1] != "exit":
                 self.add("introspection", node, f"uses `{full}`")
-            # `torch._C` is refused as an import; reaching it as an attribute is the same thing
-            # (its storage classes read files in C, where the audit hook cannot see them).
-            if parts[:2] == ["torch", "_C"]:
-                self.add("introspection", node, f"uses `{full}`: torch's C internals are off limits")
+            # A refused module reached as an attribute of an allowed one is the same thing as
+            # importing it: `torch.utils._python_dispatch._pop_mode_temporarily()` stepped out of
+            # the harness's op recorder; `torch._C` storage classes read files in C. Only the
+            # outermost attribute of a chain is checked, so one use gives one finding.
+            denied = next((d for d in DENIED_IMPORTS if full == d or full.startswith(d + ".")), None)
+            if denied and not self._inner_attribute:
+                self.add("import_not_allowed", node, f"uses `{full}`: `{denied}` can reach files, "
+                         "processes or the harness")
             # torch's C-level file readers (mmap), whatever they are reached through
             # (`torch.UntypedStorage.from_file`, `torch.FloatStorage.from_file`, ...).
             if parts[-1] in NATIVE_FILE_READERS:
                 self.add("file_access", node, f"uses `{full}`: candidates may not read files")
+        prev, self._inner_attribute = self._inner_attribute, isinstance(node.value, ast.Attribute)
         self.generic_visit(node)
+        self._inner_attribute = prev
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in ("__builtins__", "__loader__", "__spec__"):
@@ -301,6 +311,16 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         name = _dotted(func)
+        lookup = func.id if isinstance(func, ast.Name) else (func.attr if isinstance(func, ast.Attribute) else None)
+        if lookup in NAME_LOOKUPS:
+            name_arg = node.args[1] if lookup in ("getattr", "hasattr") and len(node.args) > 1 else \
+                (node.args[0] if node.args and lookup not in ("getattr", "hasattr") else None)
+            if name_arg is not None and not (isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str)):
+                self.add("introspection", node, f"`{lookup}` with a computed attribute name: attribute "
+                         "names must be literal so the rules can see them")
+            elif isinstance(name_arg, ast.Constant) and (name_arg.value in DENIED_DUNDERS
+                                                         or name_arg.value.startswith("__")):
+                self.add("introspection", node, f"`{lookup}(..., {name_arg.value!r})`")
         if isinstance(func, ast.Name) and func.id in DENIED_BUILTIN_CALLS and func.id not in self.aliases:
             code = "file_access" if func.id == "open" else "dynamic_code"
             self.add(code, node, f"calls `{func.id}()`")

@@ -29,6 +29,7 @@ from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import Spare, SparePool
 from amdkv.verify.reference_cache import CaseFiles, case_key
+from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, RUNTIME_ERROR,
                                   TIMEOUT, UNVERIFIABLE, ArchResources, CaseResult, Verdict, worst_status)
 
@@ -58,14 +59,18 @@ class Verifier:
 
     def __init__(self, device: str = "auto", *, trials: int = DEFAULT_TRIALS, timeout: float | None = None,
                  spares: int = 1, mem_cap_gib: float = 8.0, archs: tuple[str, ...] = (),
-                 time_performance: bool = True, compile_baseline: bool = True) -> None:
-        self.platform: PlatformInfo = detect_platform(device)
+                 time_performance: bool = True, compile_baseline: bool = True, device_index: int = 0,
+                 gpu_mem_fraction: float | None = None) -> None:
+        # device_index picks the GPU (one Verifier per GPU: see scheduler.py); gpu_mem_fraction caps
+        # each candidate's share of GPU memory (None: pool default for `spares` concurrent ones).
+        self.platform: PlatformInfo = detect_platform(device, device_index)
         self.trials = trials
         self.timeout = timeout or (90.0 if self.platform.interpreter else 180.0)
         self.archs = tuple(archs)
         self.time_performance = time_performance and self.platform.can_time
         self.compile_baseline = compile_baseline
-        self.pool = SparePool(self.platform, size=spares, mem_cap_bytes=int(mem_cap_gib * 2**30))
+        self.pool = SparePool(self.platform, size=spares, mem_cap_bytes=int(mem_cap_gib * 2**30),
+                              gpu_mem_fraction=gpu_mem_fraction)
         self._device_desc = self._describe_device()
         self._gpu_spec = spec_for_device_name(self._device_desc) if self.platform.can_time else None
 
@@ -108,8 +113,11 @@ class Verifier:
             raise CandidateFormatError(f"cannot read candidate file {cand_path}: {exc}",
                                        hint="pass a readable .py file that defines ModelNew") from exc
         lang = detect_language(source) if language == "auto" else language
+        env = self._env()
+        env.update({"task_source_hash": task.source_hash, "suite": task.suite,
+                    "suite_version": task.metadata.get("suite_version")})
         verdict = Verdict(status=OK, task_id=task.id, language=lang, platform=self.platform.name,
-                          device=self._device_desc, env=self._env())
+                          device=self._device_desc, env=env)
         try:
             self._verify_into(verdict, task, cand_path, source, lang)
         except InfrastructureError as exc:
@@ -348,7 +356,12 @@ class Verifier:
             statuses.append(status)
             if status == OK and crep.get("timing"):
                 self._case_speed(cres, r["report"], crep["timing"], task)
-        v.status = worst_status(statuses)
+                # the parent cross-checks the child's timing against wall clocks (timing.py)
+                bad_timing = check_timing_consistency(crep["timing"], getattr(proc, "parent_wall_s", None))
+                if bad_timing and cres.status == OK:
+                    cres.status, cres.reason, cres.message = HACK_DETECTED, "timing_inconsistent", bad_timing
+        # case statuses may have changed after timing (below_roofline_floor, timing_inconsistent)
+        v.status = worst_status(statuses + [c.status for c in v.cases])
         bad = next((c for c in v.cases if c.status == v.status and v.status != OK), None)
         v.reason = bad.reason if bad else None
         if bad and bad.message:
@@ -384,12 +397,16 @@ class Verifier:
         golden = expected.get("golden")
         worst_err = 0.0
         calls = list(enumerate(outs["trials"])) + ([(0, outs["recheck"])] if outs.get("recheck") is not None else [])
+        n_checked = len(calls)
+        if outs.get("post_timing") is not None:  # results re-checked after the timed loop
+            calls.append((0, outs["post_timing"]))
         for n, (t, cand) in enumerate(calls):
             res = compare_case(cand, expected["eager"][t], golden[t] if golden else None, inputs["trials"][t],
                                task.comparator, task.tolerance, comp_args)
             if not res.ok:
                 where = f"trial {t} (seed {inputs['seeds'][t]})" if n < len(outs["trials"]) else \
-                    "re-check call (same inputs as trial 0, after other calls)"
+                    "re-check call (same inputs as trial 0, after other calls)" if n < n_checked else \
+                    "call after timing (same inputs as trial 0, after the timed loop)"
                 reason = res.reason if res.reason != "tensor_subclass" else "tensor_subclass"
                 status = HACK_DETECTED if reason == "tensor_subclass" else MISMATCH
                 cres.max_abs_err, cres.allowed_abs_err, cres.ref_err = res.max_abs_err, res.allowed_abs_err, res.ref_err

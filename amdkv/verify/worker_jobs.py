@@ -387,9 +387,20 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 leaves, info = call(data["trials"][0], True)
                 case_out["recheck"] = leaves
                 crep["launches"].append(info["launches"])
+                # the re-check call is recorded like the trials (its aten ops were dropped, so a
+                # candidate could fall back to PyTorch on that call alone)
+                for k, v in info["compute_ops"].items():
+                    crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
                 crep["findings"] += info["findings"]
             if cjob.get("time") and device != "cpu":
                 crep["timing"] = _time_candidate(model, data["trials"][0], device, cjob)
+                # results re-checked after timing: one more checked call, compared by the parent
+                leaves, info = call(data["trials"][0], True)
+                case_out["post_timing"] = leaves
+                crep["launches"].append(info["launches"])
+                for k, v in info["compute_ops"].items():
+                    crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
+                crep["findings"] += info["findings"]
         except BaseException as exc:  # noqa: BLE001
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep["error"] = _error_entry(exc, "forward", in_kernel)

@@ -32,7 +32,7 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n_cols = x.shape[-1]
         x2 = x.contiguous().view(-1, n_cols)
-        out = torch.empty(x.shape[:-1], dtype=torch.int64)
+        out = torch.empty(x.shape[:-1], dtype=torch.int64, device=x.device)
         BLOCK = min(4096, triton.next_power_of_2(n_cols))
         _argmax_kernel[(x2.shape[0],)](x2, out, n_cols, BLOCK=BLOCK, num_warps=8)
         return out

@@ -59,6 +59,6 @@ class ModelNew(nn.Module):
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         B, M, K = a.shape
         N = b.shape[2]
-        c = torch.empty((B, M, N), dtype=a.dtype)
+        c = torch.empty((B, M, N), dtype=a.dtype, device=a.device)
         _launch(a, b, c, B, M, N, K, a.stride(), b.stride(), c.stride())
         return c

@@ -45,7 +45,7 @@ class ModelNew(nn.Module):
         C_out, _, KS = w.shape
         pad = self.conv.padding[0]
         L_out = L + 2 * pad - KS + 1
-        out = torch.empty((N, C_out, L_out), dtype=x.dtype)
+        out = torch.empty((N, C_out, L_out), dtype=x.dtype, device=x.device)
         BLOCK_CO, BLOCK_CI, BLOCK_L = 64, 32, 64
         grid = (triton.cdiv(L_out, BLOCK_L), triton.cdiv(C_out, BLOCK_CO), N)
         _conv1d_kernel[grid](x, w, self.conv.bias, out, C_in, C_out, L, L_out, KS, pad,

@@ -54,7 +54,7 @@ def _conv2d(x, w, bias, stride, pad, relu=False, scale=None):
     C_out, _, KH, KW = w.shape
     OH = (H + 2 * pad - KH) // stride + 1
     OW = (W + 2 * pad - KW) // stride + 1
-    out = torch.empty((N, C_out, OH, OW), dtype=x.dtype)
+    out = torch.empty((N, C_out, OH, OW), dtype=x.dtype, device=x.device)
     BLOCK_P, BLOCK_CO, BLOCK_CI = 64, 64, 32
     grid = (triton.cdiv(N * OH * OW, BLOCK_P), triton.cdiv(C_out, BLOCK_CO))
     _conv2d_kernel[grid](x, w, bias, scale if scale is not None else bias, out,

@@ -25,7 +25,7 @@ class ModelNew(nn.Module):
         ids_flat = ids.contiguous().view(-1)
         w = self.weight.contiguous()
         dim = w.shape[1]
-        out = torch.empty((ids_flat.numel(), dim), dtype=w.dtype)
+        out = torch.empty((ids_flat.numel(), dim), dtype=w.dtype, device=ids.device)
         BLOCK_D = min(1024, triton.next_power_of_2(dim))
         grid = (ids_flat.numel(), triton.cdiv(dim, BLOCK_D))
         _embedding_kernel[grid](ids_flat, w, out, dim, BLOCK_D=BLOCK_D, num_warps=4)

@@ -25,7 +25,7 @@ class ModelNew(nn.Module):
         index = index.contiguous()
         M, N = x.shape
         K = index.shape[1]
-        out = torch.empty((M, K), dtype=x.dtype)
+        out = torch.empty((M, K), dtype=x.dtype, device=x.device)
         BLOCK = min(1024, triton.next_power_of_2(K))
         _gather_kernel[(M, triton.cdiv(K, BLOCK))](x, index, out, N, K, BLOCK=BLOCK, num_warps=4)
         return out

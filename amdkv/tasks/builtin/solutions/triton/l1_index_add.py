@@ -25,7 +25,7 @@ class ModelNew(nn.Module):
         src = src.contiguous()
         index = index.contiguous()
         T, D = src.shape
-        out = torch.zeros((self.num_rows, D), dtype=src.dtype)
+        out = torch.zeros((self.num_rows, D), dtype=src.dtype, device=src.device)
         BLOCK_D = min(1024, triton.next_power_of_2(D))
         _index_add_kernel[(T, triton.cdiv(D, BLOCK_D))](index, src, out, D, BLOCK_D=BLOCK_D, num_warps=4)
         return out

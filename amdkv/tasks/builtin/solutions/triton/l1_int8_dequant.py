@@ -25,7 +25,7 @@ class ModelNew(nn.Module):
         q = q.contiguous()
         scale = scale.contiguous()
         M, N = q.shape
-        out = torch.empty((M, N), dtype=torch.float16)
+        out = torch.empty((M, N), dtype=torch.float16, device=q.device)
         BLOCK_M, BLOCK_N = 16, 256
         _dequant_kernel[(triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))](q, scale, out, M, N,
                                                                            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,

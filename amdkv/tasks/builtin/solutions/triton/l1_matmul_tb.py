@@ -59,7 +59,7 @@ class ModelNew(nn.Module):
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         M, K = a.shape
         N = b.shape[0]
-        c = torch.empty((M, N), dtype=a.dtype)
+        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
         # B^T[k, n] = b[n, k]: row stride of B^T is b.stride(1), column stride is b.stride(0)
         _launch(a, b, c, 1, M, N, K, (0, a.stride(0), a.stride(1)), (0, b.stride(1), b.stride(0)),
                 (0, c.stride(0), c.stride(1)))

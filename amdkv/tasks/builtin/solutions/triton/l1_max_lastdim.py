@@ -26,7 +26,7 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         n_cols = x.shape[-1]
         x2 = x.view(-1, n_cols)
-        out = torch.empty(x.shape[:-1], dtype=x.dtype)
+        out = torch.empty(x.shape[:-1], dtype=x.dtype, device=x.device)
         BLOCK = min(4096, triton.next_power_of_2(n_cols))
         _row_max_kernel[(x2.shape[0],)](x2, out, n_cols, x2.stride(0), BLOCK=BLOCK, num_warps=8)
         return out

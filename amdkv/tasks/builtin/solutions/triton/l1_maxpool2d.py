@@ -37,7 +37,7 @@ class ModelNew(nn.Module):
         k, s, p = self.kernel_size, self.stride, self.padding
         OH = (H + 2 * p - k) // s + 1
         OW = (W + 2 * p - k) // s + 1
-        out = torch.empty((N, C, OH, OW), dtype=x.dtype)
+        out = torch.empty((N, C, OH, OW), dtype=x.dtype, device=x.device)
         BLOCK = 256
         _maxpool2d_kernel[(triton.cdiv(OH * OW, BLOCK), N * C)](x, out, H, W, OH, OW, s, p, KS=k, BLOCK=BLOCK,
                                                                num_warps=4)

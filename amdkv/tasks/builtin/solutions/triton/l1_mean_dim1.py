@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         B, R, C = x.shape
-        out = torch.empty((B, C), dtype=x.dtype)
+        out = torch.empty((B, C), dtype=x.dtype, device=x.device)
         BLOCK_R, BLOCK_C = 16, 256
         grid = (triton.cdiv(C, BLOCK_C), B)
         _mean_mid_kernel[grid](x, out, R, C, x.stride(0), x.stride(1), BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, num_warps=4)

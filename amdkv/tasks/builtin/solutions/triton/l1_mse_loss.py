@@ -39,8 +39,8 @@ class ModelNew(nn.Module):
         n = a.numel()
         BLOCK, ITERS = 1024, 8
         n_parts = triton.cdiv(n, BLOCK * ITERS)
-        parts = torch.empty(n_parts, dtype=torch.float32)
-        out = torch.empty((), dtype=pred.dtype)
+        parts = torch.empty(n_parts, dtype=torch.float32, device=pred.device)
+        out = torch.empty((), dtype=pred.dtype, device=pred.device)
         _sq_err_partial_kernel[(n_parts,)](a, b, parts, n, BLOCK=BLOCK, ITERS=ITERS, num_warps=4)
         _finish_mean_kernel[(1,)](parts, out, n_parts, n, BLOCK=1024, num_warps=4)
         return out

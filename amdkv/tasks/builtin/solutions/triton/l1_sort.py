@@ -36,7 +36,7 @@ class ModelNew(nn.Module):
         n_cols = x.shape[-1]
         x2 = x.contiguous().view(-1, n_cols)
         values = torch.empty_like(x2)
-        indices = torch.empty(x2.shape, dtype=torch.int64)
+        indices = torch.empty(x2.shape, dtype=torch.int64, device=x.device)
         BLOCK = triton.next_power_of_2(n_cols)
         assert BLOCK <= 16384, "rows longer than 16384 are not supported by this solution"
         _sort_kernel[(x2.shape[0],)](x2, values, indices, n_cols, BLOCK=BLOCK, num_warps=8)

@@ -36,8 +36,8 @@ class ModelNew(nn.Module):
         n_cols = x.shape[-1]
         x2 = x.contiguous().view(-1, n_cols)
         rows = x2.shape[0]
-        values = torch.empty((rows, self.k), dtype=x.dtype)
-        indices = torch.empty((rows, self.k), dtype=torch.int64)
+        values = torch.empty((rows, self.k), dtype=x.dtype, device=x.device)
+        indices = torch.empty((rows, self.k), dtype=torch.int64, device=x.device)
         BLOCK = triton.next_power_of_2(n_cols)
         assert BLOCK <= 16384, "rows longer than 16384 are not supported by this solution"
         _topk_kernel[(rows,)](x2, values, indices, n_cols, self.k, BLOCK=BLOCK, num_warps=8)

@@ -43,9 +43,9 @@ class ModelNew(nn.Module):
         x = logits.contiguous()
         t = target.contiguous()
         M, V = x.shape
-        losses = torch.empty(M, dtype=torch.float32)
+        losses = torch.empty(M, dtype=torch.float32, device=logits.device)
         BLOCK = min(4096, triton.next_power_of_2(V))
         _ce_rows_kernel[(M,)](x, t, losses, V, BLOCK=BLOCK, num_warps=8)
-        out = torch.empty((), dtype=logits.dtype)
+        out = torch.empty((), dtype=logits.dtype, device=logits.device)
         _mean_kernel[(1,)](losses, out, M, BLOCK=1024, num_warps=4)
         return out

@@ -32,8 +32,8 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor):
         N = x.shape[-1]
         x2 = x.contiguous().view(-1, N)
-        q = torch.empty(x2.shape, dtype=torch.int8)
-        s = torch.empty(x2.shape[0], dtype=torch.float32)
+        q = torch.empty(x2.shape, dtype=torch.int8, device=x.device)
+        s = torch.empty(x2.shape[0], dtype=torch.float32, device=x.device)
         BLOCK = triton.next_power_of_2(N)
         num_warps = 4 if BLOCK <= 1024 else (8 if BLOCK <= 4096 else 16)
         _quant_rowwise_kernel[(x2.shape[0],)](x2, q, s, N, BLOCK=BLOCK, num_warps=num_warps)

@@ -66,13 +66,13 @@ class ModelNew(nn.Module):
         P = triton.cdiv(M, ROWS)
         BLOCK = triton.next_power_of_2(N)
         dx = torch.empty_like(x)
-        pw = torch.empty((P, N), dtype=torch.float32)
-        pb = torch.empty((P, N), dtype=torch.float32)
+        pw = torch.empty((P, N), dtype=torch.float32, device=x.device)
+        pb = torch.empty((P, N), dtype=torch.float32, device=x.device)
         num_warps = 4 if BLOCK <= 1024 else (8 if BLOCK <= 4096 else 16)
         _ln_bwd_rows_kernel[(P,)](x, dy, self.weight, dx, pw, pb, M, N, self.eps, ROWS=ROWS, BLOCK=BLOCK,
                                   num_warps=num_warps)
-        dw = torch.empty(N, dtype=x.dtype)
-        db = torch.empty(N, dtype=x.dtype)
+        dw = torch.empty(N, dtype=x.dtype, device=x.device)
+        db = torch.empty(N, dtype=x.dtype, device=x.device)
         BLOCK_N = 128
         _col_sum2_kernel[(triton.cdiv(N, BLOCK_N),)](pw, pb, dw, db, P, N, BLOCK_P=32, BLOCK_N=BLOCK_N, num_warps=4)
         return dx, dw, db

@@ -51,7 +51,7 @@ def _linear(x2, w, bias=None, act=0, res=None):
     """x2: (M, K) with unit column stride; w: (N, K) contiguous; returns a fresh (M, N) tensor."""
     M, K = x2.shape
     N = w.shape[0]
-    out = torch.empty((M, N), dtype=x2.dtype)
+    out = torch.empty((M, N), dtype=x2.dtype, device=x2.device)
     if x2.dtype == torch.float32:
         cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, IEEE=True, num_warps=4)
     else:

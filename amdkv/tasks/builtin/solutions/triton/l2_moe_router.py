@@ -55,8 +55,8 @@ class ModelNew(nn.Module):
         T = x2.shape[0]
         w = self.gate.weight.contiguous()
         E = w.shape[0]
-        weights = torch.empty((T, self.k), dtype=x.dtype)
-        experts = torch.empty((T, self.k), dtype=torch.int64)
+        weights = torch.empty((T, self.k), dtype=x.dtype, device=x.device)
+        experts = torch.empty((T, self.k), dtype=torch.int64, device=x.device)
         BLOCK_T = 32
         BLOCK_E = max(16, triton.next_power_of_2(E))
         _router_kernel[(triton.cdiv(T, BLOCK_T),)](x2, w, weights, experts, T, H, E, self.k,

@@ -26,7 +26,7 @@ class ModelNew(nn.Module):
         F_ = x.shape[-1] // 2
         x2 = x.contiguous().view(-1, 2 * F_)
         R = x2.shape[0]
-        out = torch.empty((R, F_), dtype=x.dtype)
+        out = torch.empty((R, F_), dtype=x.dtype, device=x.device)
         BLOCK_R, BLOCK_F = 8, 512
         _swiglu_kernel[(triton.cdiv(R, BLOCK_R), triton.cdiv(F_, BLOCK_F))](x2, out, R, F_, BLOCK_R=BLOCK_R,
                                                                            BLOCK_F=BLOCK_F, num_warps=4)

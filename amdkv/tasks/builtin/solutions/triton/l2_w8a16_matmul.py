@@ -46,7 +46,7 @@ class ModelNew(nn.Module):
         x2 = x.contiguous().view(-1, K)
         M = x2.shape[0]
         N = self.wq.shape[0]
-        out = torch.empty((M, N), dtype=x.dtype)
+        out = torch.empty((M, N), dtype=x.dtype, device=x.device)
         BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 64
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         _w8a16_kernel[grid](x2, self.wq.contiguous(), self.scale.contiguous(), out, M, N, K,

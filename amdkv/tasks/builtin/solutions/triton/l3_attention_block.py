@@ -51,7 +51,7 @@ def _linear(x2, w, bias=None, act=0, res=None):
     """x2: (M, K) with unit column stride; w: (N, K) contiguous; returns a fresh (M, N) tensor."""
     M, K = x2.shape
     N = w.shape[0]
-    out = torch.empty((M, N), dtype=x2.dtype)
+    out = torch.empty((M, N), dtype=x2.dtype, device=x2.device)
     if x2.dtype == torch.float32:
         cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, IEEE=True, num_warps=4)
     else:
@@ -137,7 +137,7 @@ class ModelNew(nn.Module):
         hd = Hd // nh
         x2 = x.contiguous().view(B * S, Hd)
         qkv = _linear(x2, self.qkv.weight.contiguous())  # (B*S, 3*Hd): [q heads | k heads | v heads]
-        attn = torch.empty((B * S, Hd), dtype=x.dtype)
+        attn = torch.empty((B * S, Hd), dtype=x.dtype, device=x.device)
         s_in = (S * 3 * Hd, hd, 3 * Hd)
         s_out = (S * Hd, hd, Hd)
         _attention(qkv[:, 0:Hd], qkv[:, Hd:2 * Hd], qkv[:, 2 * Hd:], attn, B, nh, S, hd, 1, s_in, s_in, s_in, s_out)

@@ -131,23 +131,23 @@ class ModelNew(nn.Module):
         T, H = x2.shape
         E, K = self.n_experts, self.k
         Fi = self.w_gate.shape[1]
-        weights = torch.empty((T, K), dtype=torch.float32)
-        experts = torch.empty((T, K), dtype=torch.int32)
+        weights = torch.empty((T, K), dtype=torch.float32, device=x.device)
+        experts = torch.empty((T, K), dtype=torch.int32, device=x.device)
         BLOCK_E = max(16, triton.next_power_of_2(E))
         _router_kernel[(triton.cdiv(T, 32),)](x2, self.gate.weight.contiguous(), weights, experts, T, H, E, K,
                                               BLOCK_T=32, BLOCK_E=BLOCK_E, BLOCK_K=64, num_warps=4)
         n_assign = T * K
-        sorted_tok = torch.empty(n_assign, dtype=torch.int32)
-        slot = torch.empty(n_assign, dtype=torch.int32)
-        counts = torch.empty(E, dtype=torch.int32)
-        offsets = torch.empty(E, dtype=torch.int32)
+        sorted_tok = torch.empty(n_assign, dtype=torch.int32, device=x.device)
+        slot = torch.empty(n_assign, dtype=torch.int32, device=x.device)
+        counts = torch.empty(E, dtype=torch.int32, device=x.device)
+        offsets = torch.empty(E, dtype=torch.int32, device=x.device)
         _group_by_expert_kernel[(E,)](experts, sorted_tok, slot, counts, offsets, n_assign, K, BLOCK=1024, num_warps=4)
         BM, BN, BK = 64, 64, 32
-        act = torch.empty((n_assign, Fi), dtype=torch.float32)
+        act = torch.empty((n_assign, Fi), dtype=torch.float32, device=x.device)
         _expert_gemm_kernel[(triton.cdiv(T, BM), triton.cdiv(Fi, BN), E)](
             x2, sorted_tok, self.w_gate.contiguous(), self.w_up.contiguous(), act, counts, offsets, Fi, H,
             GATHER=True, SWIGLU=True, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, num_warps=4)
-        y = torch.empty((n_assign, H), dtype=torch.float32)
+        y = torch.empty((n_assign, H), dtype=torch.float32, device=x.device)
         w_down = self.w_down.contiguous()
         _expert_gemm_kernel[(triton.cdiv(T, BM), triton.cdiv(H, BN), E)](
             act, sorted_tok, w_down, w_down, y, counts, offsets, H, Fi,

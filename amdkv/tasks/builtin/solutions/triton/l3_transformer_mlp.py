@@ -82,7 +82,7 @@ def _linear(x2, w, bias=None, act=0, res=None):
     """x2: (M, K) with unit column stride; w: (N, K) contiguous; returns a fresh (M, N) tensor."""
     M, K = x2.shape
     N = w.shape[0]
-    out = torch.empty((M, N), dtype=x2.dtype)
+    out = torch.empty((M, N), dtype=x2.dtype, device=x2.device)
     if x2.dtype == torch.float32:
         cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, IEEE=True, num_warps=4)
     else:
@@ -108,7 +108,7 @@ class ModelNew(nn.Module):
         wg = self.gate_proj.weight.contiguous()
         wu = self.up_proj.weight.contiguous()
         N = wg.shape[0]
-        h = torch.empty((M, N), dtype=x.dtype)
+        h = torch.empty((M, N), dtype=x.dtype, device=x.device)
         BLOCK_M, BLOCK_N, BLOCK_K = 128, 64, 32
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         _gate_up_kernel[grid](x2, wg, wu, h, M, N, K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,

@@ -1,0 +1,25 @@
+"""Wrong: the mask drops the tail block, so only sizes that are a multiple of BLOCK come out right."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < (n // BLOCK) * BLOCK  # bug: should be offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.zeros_like(x)
+        n = x.numel()
+        _relu[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+        return out

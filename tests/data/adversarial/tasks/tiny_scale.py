@@ -1,0 +1,41 @@
+"""Scale by a tiny constant: outputs are ~1e-6, so an all-zero output is small in absolute terms.
+
+Test task for the adversarial candidate set (not a bundled task).
+"""
+
+import torch
+import torch.nn as nn
+
+METADATA = {
+    "level": 1,
+    "op_family": "elementwise",
+    "dtypes": ["fp32"],
+    "licence": "Apache-2.0",
+    "provenance": "original (amdkv tests)",
+}
+
+SCALE = 3.0e-7
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * SCALE
+
+
+def get_inputs():
+    return [torch.randn(2048, 2048)]
+
+
+def get_init_inputs():
+    return []
+
+
+def get_cases():
+    return [
+        {"name": "small", "tags": ["correctness"], "inputs": lambda: [torch.randn(32, 128)]},
+        {"name": "odd", "tags": ["correctness"], "inputs": lambda: [torch.randn(19, 333)]},
+        {"name": "large", "tags": ["performance"], "inputs": get_inputs},
+    ]

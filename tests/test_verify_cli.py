@@ -1,0 +1,139 @@
+"""The `amdkv verify` command-line contract (CPU platform).
+
+- `--json` prints a verdict with (at least) status, reason, compiled, correct, speedup, platform,
+  cases, resources, env;
+- exit 0 when the candidate is correct, 1 when it is not, 2 on bad input (a missing candidate
+  file, a file without `ModelNew`, a `ModelNew.forward` with the wrong number of arguments), with
+  a message that names what is wrong;
+- a level-1 verify on CPU comes back quickly (about 10 s on the 2-core dev machine).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+
+ROOT = Path(__file__).resolve().parent.parent
+RELU_TASK = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
+RELU_SOLUTION = ROOT / "amdkv" / "tasks" / "builtin" / "solutions" / "triton" / "l1_relu.py"
+ADVERSARIAL = ROOT / "tests" / "data" / "adversarial"
+JSON_KEYS = {"status", "reason", "compiled", "correct", "speedup", "platform", "cases", "resources", "env"}
+
+
+def amdkv(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "amdkv.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def verify(task: Path, cand: Path, cwd: Path) -> subprocess.CompletedProcess:
+    return amdkv("verify", str(task), str(cand), "--device", "cpu", "--json", cwd=cwd)
+
+
+def _json(proc: subprocess.CompletedProcess) -> dict:
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:  # pragma: no cover - reported with the output
+        raise AssertionError(f"stdout is not JSON ({exc}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+
+
+@pytest.mark.slow
+def test_correct_candidate_exit_0_with_json_and_fast(tmp_path):
+    t0 = time.monotonic()
+    proc = verify(RELU_TASK, RELU_SOLUTION, tmp_path)
+    elapsed = time.monotonic() - t0
+    print(f"amdkv verify l1_relu on cpu: {elapsed:.1f} s wall (CLI start-up included)")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdict = _json(proc)
+    assert JSON_KEYS <= set(verdict), JSON_KEYS - set(verdict)
+    assert verdict["status"] == "ok" and verdict["reason"] is None
+    assert verdict["compiled"] is True and verdict["correct"] is True
+    assert verdict["speedup"] is None  # the CPU platform never reports speedups
+    assert verdict["platform"] == "cpu" and verdict["interpreter_verified"] is True
+    assert {c["name"] for c in verdict["cases"]} == {"small", "odd"}  # correctness cases only
+    assert all(c["status"] == "ok" for c in verdict["cases"])
+    assert verdict["resources"] == []
+    assert verdict["env"]["torch"] and verdict["env"]["triton"]
+    # about 10 s on the 2-core dev machine; generous for a loaded CI runner
+    assert elapsed < 30, f"a level-1 verify on CPU took {elapsed:.1f} s"
+
+
+@pytest.mark.slow
+def test_wrong_candidate_exit_1_with_json(tmp_path):
+    proc = verify(RELU_TASK, ADVERSARIAL / "wrong_shape.py", tmp_path)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    verdict = _json(proc)
+    assert JSON_KEYS <= set(verdict)
+    assert (verdict["status"], verdict["reason"], verdict["correct"]) == ("mismatch", "wrong_shape", False)
+
+
+def test_cheating_candidate_exit_1(tmp_path):
+    proc = verify(RELU_TASK, ADVERSARIAL / "torch_relu_fallback.py", tmp_path)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    verdict = _json(proc)
+    assert (verdict["status"], verdict["reason"]) == ("hack_detected", "torch_fallback")
+    assert verdict["hack_findings"]
+
+
+def test_missing_candidate_exit_2(tmp_path):
+    missing = tmp_path / "no_such_candidate.py"
+    proc = verify(RELU_TASK, missing, tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert "no_such_candidate.py" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_candidate_without_model_new_exit_2(tmp_path):
+    cand = tmp_path / "not_a_candidate.py"
+    cand.write_text(textwrap.dedent("""
+        import torch.nn as nn
+        import triton
+
+
+        @triton.jit
+        def _k(x_ptr):
+            pass
+
+
+        class SomethingElse(nn.Module):
+            def forward(self, x):
+                return x
+    """))
+    proc = verify(RELU_TASK, cand, tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "ModelNew" in proc.stderr and "not_a_candidate.py" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_forward_with_wrong_arity_exit_2(tmp_path):
+    cand = tmp_path / "two_args.py"
+    cand.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def _k(x_ptr):
+            pass
+
+
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                out = torch.empty_like(x)
+                _k[(1,)](out)
+                return out
+    """))
+    proc = verify(RELU_TASK, cand, tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    err = proc.stderr
+    assert "forward" in err and "2 argument" in err and "takes 1" in err, err
+    assert "Traceback" not in err
