@@ -105,3 +105,19 @@ def test_scalar_loss_tolerance() -> None:
     e = ((a - b) ** 2).mean()
     assert compare_case([e.clone()], [e], [g], [a, b], "scalar", {}).ok
     assert not compare_case([e * 1.001], [e], [g], [a, b], "scalar", {}).ok
+
+
+def test_quantised_codes_may_miss_a_tie_but_not_round_wrongly() -> None:
+    torch.manual_seed(0)
+    ref = torch.randint(-128, 127, (100, 100), dtype=torch.int64).to(torch.int8)
+    one_tie = ref.clone()
+    one_tie[3, 4] += 1
+    tol = {"int_steps": 1, "int_steps_fraction": 0.001}
+    assert compare_case([one_tie], [ref], None, [], "default", tol).ok
+    assert not compare_case([one_tie], [ref], None, [], "default", {}).ok  # exact by default
+    floor_everywhere = ref.clone()
+    floor_everywhere[::2] -= 1
+    assert not compare_case([floor_everywhere], [ref], None, [], "default", tol).ok
+    two_steps = ref.clone()
+    two_steps[0, 0] += 2
+    assert not compare_case([two_steps], [ref], None, [], "default", tol).ok

@@ -8,6 +8,9 @@ METADATA = {
     "level": 1,
     "op_family": "quant",
     "dtypes": ["fp16", "int8"],
+    # round(x / scale): a GPU's division is not correctly rounded, so a value on a rounding tie may
+    # land one code away; allow that on at most 0.1% of elements (docs/verifier.md).
+    "tolerance": {"int_steps": 1, "int_steps_fraction": 0.001},
     "licence": "Apache-2.0",
     "provenance": "original (amdkv)",
 }
