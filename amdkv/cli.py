@@ -139,14 +139,15 @@ def demo(device: str, spec: str, language: str, jobs: int, compile_baseline: boo
 
     from amdkv.tasks.builtin import solution_path
     from amdkv.tasks.suites import load_suite
-    from amdkv.verify import Verifier
     from amdkv.verify.batch import verify_many
+    from amdkv.verify.scheduler import open_verifier
 
     all_tasks = load_suite(spec)
     pairs = [(t, str(solution_path(t.id, language))) for t in all_tasks if solution_path(t.id, language)]
     if not pairs:
         raise AmdkvError(f"no bundled {language} solutions for {spec}", hint="try --language triton")
-    with Verifier(device, spares=jobs, compile_baseline=compile_baseline) as verifier:
+    # several visible GPUs: one scheduler per GPU (amdkv/verify/scheduler.py)
+    with open_verifier(device, jobs=jobs, compile_baseline=compile_baseline) as verifier:
         bar = tqdm(total=len(pairs), desc=f"verifying on {verifier.platform.name}", unit="task",
                    disable=as_json, file=sys.stderr)
         counts = {"ok": 0}

@@ -17,8 +17,14 @@ from amdkv.verify.verifier import Verifier
 
 def verify_many(verifier: Verifier, pairs: Iterable[tuple[Task, str]], *, jobs: int = 1,
                 on_result: Callable[[Task, str, Verdict], None] | None = None) -> list[Verdict]:
-    """Verdicts in input order. A harness failure on one pair becomes that pair's infra_error."""
+    """Verdicts in input order. A harness failure on one pair becomes that pair's infra_error.
+
+    `verifier` may also be a `scheduler.MultiGpuScheduler` (several GPUs): it then spreads the
+    pairs over its GPUs with its own threads and `jobs` is already part of it.
+    """
     pairs = list(pairs)
+    if hasattr(verifier, "verify_many"):
+        return verifier.verify_many(pairs, on_result=on_result)
 
     def one(pair: tuple[Task, str]) -> Verdict:
         task, cand = pair

@@ -22,6 +22,7 @@ from typing import Any
 from amdkv.errors import InfrastructureError
 from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.sandbox import ProcessResult, kill_group, memory_cap_preexec
+from amdkv.verify.timing import timing_lock_path
 
 READY_TIMEOUT_S = 120.0
 
@@ -33,10 +34,40 @@ def _repo_root_for_pythonpath() -> str:
     return str(Path(amdkv.__file__).resolve().parent.parent)
 
 
+_LOCK_KEYS: dict[str, str] = {}
+
+
+def gpu_lock_key(device: str) -> str:
+    """A name for the physical GPU behind `device` (cuda:N): its UUID where torch reports one, so
+    that processes with different CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES share one lock per GPU;
+    otherwise the device string."""
+    if device in _LOCK_KEYS:
+        return _LOCK_KEYS[device]
+    key = device.replace(":", "")
+    try:
+        import torch
+
+        props = torch.cuda.get_device_properties(torch.device(device))
+        uuid = getattr(props, "uuid", None)
+        if uuid:
+            key = f"gpu-{uuid}"
+    except Exception:  # noqa: BLE001 - the index-based name is still a correct lock on one machine
+        pass
+    _LOCK_KEYS[device] = key
+    return key
+
+
+def default_gpu_mem_fraction(concurrent: int) -> float:
+    """Share of a GPU's memory one candidate may use when `concurrent` candidates share the GPU
+    (15% kept for the reference worker, the CUDA contexts and the cache-flush buffers)."""
+    return round(max(0.05, 0.85 / max(1, concurrent)), 4)
+
+
 class Spare:
     """One started worker process waiting (or about to wait) for its single job."""
 
-    def __init__(self, platform: PlatformInfo, mem_cap_bytes: int | None, base_tmp: str | None = None) -> None:
+    def __init__(self, platform: PlatformInfo, mem_cap_bytes: int | None, base_tmp: str | None = None,
+                 gpu_mem_fraction: float | None = None) -> None:
         self.platform = platform
         self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
         env = dict(os.environ)
@@ -53,9 +84,12 @@ class Spare:
             env.setdefault("OMP_NUM_THREADS", "1")  # workers run side by side on few cores
         else:
             env.pop("TRITON_INTERPRET", None)
-            # One lock file per GPU: timed sections of concurrent workers never overlap.
-            env["AMDKV_TIMING_LOCK"] = os.path.join(tempfile.gettempdir(),
-                                                    f"amdkv-timing-{platform.device.replace(':', '')}.lock")
+            # One lock file per physical GPU: timed sections of concurrent workers never overlap.
+            env["AMDKV_TIMING_LOCK"] = timing_lock_path(gpu_lock_key(platform.device))
+            if gpu_mem_fraction:
+                # Per-candidate GPU memory cap, applied by the worker to candidate jobs only
+                # (torch.cuda.set_per_process_memory_fraction); exceeding it is runtime_error/oom.
+                env["AMDKV_GPU_MEM_FRACTION"] = f"{gpu_mem_fraction:.4f}"
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=self.workdir,
@@ -123,10 +157,16 @@ class SparePool:
     """Keeps `size` spares started for one platform/device; `take()` hands one out and starts
     its replacement in the background."""
 
-    def __init__(self, platform: PlatformInfo, size: int = 1, mem_cap_bytes: int | None = None) -> None:
+    def __init__(self, platform: PlatformInfo, size: int = 1, mem_cap_bytes: int | None = None,
+                 gpu_mem_fraction: float | None = None) -> None:
         self.platform = platform
         self.size = max(0, size)
         self.mem_cap_bytes = mem_cap_bytes
+        # None: the default share for `size` concurrent candidates; 0: no cap.
+        if gpu_mem_fraction is None and not platform.interpreter:
+            env_frac = os.environ.get("AMDKV_GPU_MEM_FRACTION")
+            gpu_mem_fraction = float(env_frac) if env_frac else default_gpu_mem_fraction(self.size)
+        self.gpu_mem_fraction = gpu_mem_fraction or None
         self._spares: list[Spare] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -134,7 +174,7 @@ class SparePool:
             self._spares.append(self._start())
 
     def _start(self) -> Spare:
-        return Spare(self.platform, self.mem_cap_bytes)
+        return Spare(self.platform, self.mem_cap_bytes, gpu_mem_fraction=self.gpu_mem_fraction)
 
     def take(self) -> Spare:
         with self._lock:

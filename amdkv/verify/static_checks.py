@@ -20,6 +20,8 @@ ALLOWED_IMPORT_ROOTS = frozenset({
     "__future__", "cmath", "contextlib", "copy", "string", "re",
 })
 # Submodules of allowed roots that are still refused (file/process/harness access).
+HIP_BUILD_API = frozenset({"torch.utils.cpp_extension", "torch.utils.cpp_extension.load_inline",
+                           "torch.utils.cpp_extension.load"})
 DENIED_IMPORTS = frozenset({
     "torch.testing", "torch.utils.cpp_extension", "torch._dynamo", "torch.compiler",
     "torch.multiprocessing", "torch.distributed", "torch.hub", "torch.serialization",
@@ -139,12 +141,20 @@ class _Checker(ast.NodeVisitor):
         self.in_model_new = 0
         self.has_model_new = False
         self.model_new_node: ast.ClassDef | None = None
+        self.hip_extensions: set[str] = set()  # names bound to load_inline(...) results (HIP)
 
     def add(self, code: str, node: ast.AST, message: str) -> None:
         self.findings.append(Finding(code, getattr(node, "lineno", 0), message))
 
     # imports ------------------------------------------------------------------------------
+    def _hip_build_api(self, full: str) -> bool:
+        """HIP candidates build their kernels with cpp_extension's load_inline/load (run by the
+        harness's own build step, never by the candidate: backends/hip_gpu.py)."""
+        return self.language == "hip" and full in HIP_BUILD_API
+
     def _check_module(self, mod: str, node: ast.AST) -> None:
+        if self._hip_build_api(mod):
+            return
         root = mod.split(".")[0]
         if root not in ALLOWED_IMPORT_ROOTS:
             self.add("import_not_allowed", node, f"imports `{mod}`; candidates may import only "
@@ -278,7 +288,7 @@ class _Checker(ast.NodeVisitor):
             # the harness's op recorder; `torch._C` storage classes read files in C. Only the
             # outermost attribute of a chain is checked, so one use gives one finding.
             denied = next((d for d in DENIED_IMPORTS if full == d or full.startswith(d + ".")), None)
-            if denied and not self._inner_attribute:
+            if denied and not self._inner_attribute and not self._hip_build_api(full):
                 self.add("import_not_allowed", node, f"uses `{full}`: `{denied}` can reach files, "
                          "processes or the harness")
             # torch's C-level file readers (mmap), whatever they are reached through
@@ -348,6 +358,8 @@ class _Checker(ast.NodeVisitor):
         name = _dotted(value)
         if name is not None and name.split(".")[0] in self.module_names:
             return False
+        if name is not None and name in self.hip_extensions:  # functions of a HIP extension
+            return False
         return True
 
     def _is_torch_compute(self, parts: list[str]) -> bool:
@@ -371,12 +383,25 @@ def check_source(source: str, *, language: str = "triton", filename: str = "<can
     except SyntaxError as exc:
         return [Finding(SYNTAX_ERROR, exc.lineno or 0, f"syntax error: {exc.msg}")]
     checker = _Checker(language)
+    if language == "hip":
+        checker.hip_extensions = _hip_extension_names(tree)
     checker.visit(tree)
     findings = list(checker.findings)
     if language == "triton" and not checker.jit_functions:
         findings.append(Finding("no_kernel", 0, "no `@triton.jit` kernel is defined: the work must be "
                                 "done in a Triton kernel"))
     return findings
+
+
+def _hip_extension_names(tree: ast.AST) -> set[str]:
+    """Dotted names assigned from `load_inline(...)`/`load(...)` (`ext`, `self.ext`)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            fn = _dotted(node.value.func) or ""
+            if fn.split(".")[-1] in ("load_inline", "load"):
+                names.update(n for n in (_dotted(t) for t in node.targets) if n)
+    return names
 
 
 def has_model_new(source: str) -> bool:

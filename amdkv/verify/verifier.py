@@ -255,7 +255,8 @@ class Verifier:
             spare.cleanup()
 
     def _run_candidate(self, spare: Spare, task: Task, cand_path: Path, cases: list[Any],
-                       refs: dict[str, dict[str, Any]]) -> tuple[dict | None, dict | None, Any]:
+                       refs: dict[str, dict[str, Any]],
+                       extra_job: dict[str, Any] | None = None) -> tuple[dict | None, dict | None, Any]:
         report_path = os.path.join(spare.workdir, "candidate_report.json")
         outputs_path = os.path.join(spare.workdir, "candidate_outputs.pt")
         # The candidate may read exactly its inputs files (not the expected outputs beside them,
@@ -269,6 +270,9 @@ class Verifier:
                "interpreter": self.platform.interpreter, "cases": cjobs, "out_dir": spare.workdir,
                "outputs_path": outputs_path, "report_path": report_path,
                "readable": [c["inputs_file"] for c in cjobs], "capture": bool(self.archs)}
+        if extra_job:  # language backends (HIP: prebuilt extensions and their .so files to read)
+            job["readable"] += extra_job.get("readable", [])
+            job.update({k: v for k, v in extra_job.items() if k != "readable"})
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
@@ -450,6 +454,9 @@ class Verifier:
 
     # ---------------------------------------------------------------------------- other languages
     def _verify_hip(self, v: Verdict, task: Task, cand_path: Path) -> None:
+        if not self.platform.interpreter:  # GPUs: build and run it (backends/hip_gpu.py)
+            from amdkv.verify.backends.hip_gpu import verify_hip_on_gpu
+            return verify_hip_on_gpu(self, v, task, cand_path)
         try:
             from amdkv.verify.backends import hip as hip_backend
         except ImportError as exc:

@@ -37,6 +37,22 @@ def _prepare_device(device: str) -> None:
         torch.empty(1, device=device)  # create the context now, not inside the timed job
 
 
+def _apply_gpu_memory_cap(job: dict[str, Any], device: str) -> None:
+    """Per-candidate GPU memory cap (job setting, else AMDKV_GPU_MEM_FRACTION from the pool).
+
+    Only candidate jobs are capped; torch's caching allocator then raises OutOfMemoryError past
+    the cap, which the candidate job reports as runtime_error / oom.
+    """
+    frac = job.get("gpu_mem_fraction") or os.environ.get("AMDKV_GPU_MEM_FRACTION")
+    if job.get("kind") != "candidate" or not frac or not device.startswith("cuda"):
+        return
+    import torch
+
+    frac = min(1.0, max(0.01, float(frac)))
+    torch.cuda.set_per_process_memory_fraction(frac, torch.device(device))
+    job["_gpu_mem_fraction"] = frac
+
+
 def main() -> int:
     device = os.environ.get("AMDKV_WORKER_DEVICE", "cpu")
     t0 = time.monotonic()
@@ -56,6 +72,7 @@ def main() -> int:
     job["_startup_s"] = startup_s
     report_path = job["report_path"]
     try:
+        _apply_gpu_memory_cap(job, device)
         if job["kind"] == "reference":
             report = worker_jobs.run_reference_job(job)
         elif job["kind"] == "candidate":

@@ -251,6 +251,9 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 
     counter = LaunchCounter(on_launch=on_launch)
     counter.install()
+    if job.get("hip_prebuilt") is not None:  # HIP: the parent built the extensions (backends/hip_run.py)
+        from amdkv.verify.backends.hip_run import install_prebuilt
+        install_prebuilt(job["hip_prebuilt"], counter)
     if job.get("interpreter"):
         _patch_autotune_for_interpreter()
     # Importing the candidate makes importlib probe `__pycache__/<name>.cpython-XY.pyc` beside it.

@@ -1,5 +1,5 @@
 """Reference Triton solution for rocm_rotary_embedding_neox: one program per (token, q-or-k), all heads of the
-token at once; rotary pairs in fp32 from the cos/sin cache, tail dimensions copied through."""
+token at once (one launch for q, one for k); rotary pairs in fp32 from the cos/sin cache, tail dimensions copied through."""
 
 import torch
 import torch.nn as nn
@@ -8,35 +8,29 @@ import triton.language as tl
 
 
 @triton.jit
-def _rope_neox_kernel(pos_ptr, cache_ptr, q_ptr, k_ptr, qo_ptr, ko_ptr, HQ, HK, D, ROT,
-                      stride_cache, stride_q, stride_k,
+def _rope_neox_kernel(pos_ptr, cache_ptr, x_ptr, out_ptr, NH, D, ROT, stride_cache, stride_x,
                       H_PAD: tl.constexpr, HALF_PAD: tl.constexpr, D_PAD: tl.constexpr):
+    # One tensor (query or key) per launch: selecting between two base pointers inside the kernel
+    # made Triton 3.6's AMD backend fail (PassManager) once pointers are range-specialised.
     tok = tl.program_id(0).to(tl.int64)
-    which = tl.program_id(1)  # 0: query, 1: key
     half = ROT // 2
     pos = tl.load(pos_ptr + tok).to(tl.int64)
     i = tl.arange(0, HALF_PAD)
     im = i < half
     cos = tl.load(cache_ptr + pos * stride_cache + i, mask=im, other=0.0).to(tl.float32)
     sin = tl.load(cache_ptr + pos * stride_cache + half + i, mask=im, other=0.0).to(tl.float32)
-    if which == 0:
-        src = q_ptr + tok * stride_q
-        dst = qo_ptr + tok * stride_q
-        nh = HQ
-    else:
-        src = k_ptr + tok * stride_k
-        dst = ko_ptr + tok * stride_k
-        nh = HK
+    src = x_ptr + tok * stride_x
+    dst = out_ptr + tok * stride_x
     h = tl.arange(0, H_PAD)
-    hm = h < nh
+    hm = h < NH
     rot_m = hm[:, None] & im[None, :]
     off1 = h[:, None] * D + i[None, :]
     x1 = tl.load(src + off1, mask=rot_m, other=0.0).to(tl.float32)
     x2 = tl.load(src + off1 + half, mask=rot_m, other=0.0).to(tl.float32)
     o1 = x1 * cos[None, :] - x2 * sin[None, :]
     o2 = x2 * cos[None, :] + x1 * sin[None, :]
-    tl.store(dst + off1, o1.to(qo_ptr.dtype.element_ty), mask=rot_m)
-    tl.store(dst + off1 + half, o2.to(qo_ptr.dtype.element_ty), mask=rot_m)
+    tl.store(dst + off1, o1.to(out_ptr.dtype.element_ty), mask=rot_m)
+    tl.store(dst + off1 + half, o2.to(out_ptr.dtype.element_ty), mask=rot_m)
     # Dimensions [ROT, D) are not rotated.
     d = tl.arange(0, D_PAD)
     pm = hm[:, None] & ((d[None, :] >= ROT) & (d[None, :] < D))
@@ -68,9 +62,10 @@ class ModelNew(nn.Module):
         hk = key.shape[1] // d
         q_out = torch.empty_like(query)
         k_out = torch.empty_like(key)
-        _rope_neox_kernel[(t, 2)](positions, cache, query, key, q_out, k_out, hq, hk, d, self.rotary_dim,
-                                  cache.stride(0), query.stride(0), key.stride(0),
-                                  H_PAD=triton.next_power_of_2(max(hq, hk)),
-                                  HALF_PAD=triton.next_power_of_2(self.rotary_dim // 2),
-                                  D_PAD=triton.next_power_of_2(d), num_warps=4)
+        for x, out, nh in ((query, q_out, hq), (key, k_out, hk)):
+            _rope_neox_kernel[(t,)](positions, cache, x, out, nh, d, self.rotary_dim,
+                                    cache.stride(0), x.stride(0),
+                                    H_PAD=triton.next_power_of_2(nh),
+                                    HALF_PAD=triton.next_power_of_2(self.rotary_dim // 2),
+                                    D_PAD=triton.next_power_of_2(d), num_warps=4)
         return q_out, k_out

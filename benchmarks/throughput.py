@@ -1,0 +1,206 @@
+"""Verification throughput on GPUs: verified Triton candidates per minute, cold and warm.
+
+Candidates are the bundled Triton reference solutions (amdkv/tasks/builtin/solutions/triton/) of
+the first --tasks level-1 tasks, copied to distinct files (a comment line differs) and repeated
+to --candidates, verified with every check on (static checks, 3 seeded trials per correctness
+case, runtime guards, re-check, timing of performance cases with the call after timing
+compared, wall-clock cross-check, roofline floor).
+
+Phases (each one MultiGpuScheduler.verify_many; spares per GPU = --jobs):
+  cold : empty reference cache (fresh AMDKV_CACHE_DIR), fresh Triton and inductor caches
+  warm : same candidates again, reference cache filled
+  warm_2gpu (--gpus 2): warm again over two GPUs, one scheduler per GPU -> scaling vs warm
+Every candidate process compiles its own kernels (per-process TRITON_CACHE_DIR, by design), so
+"warm" means warm references, not warm kernels.
+
+Steady state = completions after the first 20% (ramp-up: spares starting, first references).
+
+    python benchmarks/throughput.py --out tp_out                       # 1 GPU, 60 candidates/phase
+    python benchmarks/throughput.py --out tp_out --gpus 2              # + the two-GPU phase
+    python benchmarks/throughput.py --out tp_out --candidates 100 --jobs 6
+
+Each phase stops starting new candidates after --phase-budget-s (default 110 s), so the whole run
+stays within ~5 minutes; candidates not started are reported as skipped.
+Writes throughput.json and throughput.md to --out, prints the table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]]:
+    from amdkv.tasks.builtin import solution_path
+    from amdkv.tasks.suites import load_suite
+
+    tasks = [t for t in load_suite("builtin:all") if t.id.startswith("l1_") and solution_path(t.id, "triton")]
+    tasks = sorted(tasks, key=lambda t: t.id)[:n_tasks]
+    if not tasks:
+        raise SystemExit("no bundled level-1 Triton solutions found")
+    pairs = []
+    for i in range(n):
+        t = tasks[i % len(tasks)]
+        src = solution_path(t.id, "triton").read_text()
+        p = workdir / f"cand_{i:04d}_{t.id}.py"
+        p.write_text(f"# throughput variant {i}\n" + src)
+        pairs.append((t, str(p)))
+    return pairs
+
+
+def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
+              compile_baseline: bool) -> dict[str, Any]:
+    from amdkv.verify.scheduler import MultiGpuScheduler
+    from amdkv.verify.verifier import Verifier
+
+    done_at: list[float] = []
+    lock = threading.Lock()
+    t_start = time.monotonic()
+
+    def on_result(task: Any, cand: str, verdict: Any) -> None:
+        with lock:
+            if verdict.reason != "not_started_before_deadline":
+                done_at.append(time.monotonic() - t_start)
+
+    def factory(i: int) -> Any:
+        return Verifier("auto", device_index=i, spares=jobs, compile_baseline=compile_baseline)
+
+    t0 = time.monotonic()
+    with MultiGpuScheduler(factory, gpus, jobs_per_gpu=jobs) as sched:
+        setup_s = time.monotonic() - t0
+        t_start = time.monotonic()
+        verdicts = sched.verify_many(pairs, on_result=on_result, deadline=t_start + budget_s)
+        wall = time.monotonic() - t_start
+        stats = sched.stats()
+    run = [v for v in verdicts if v.reason != "not_started_before_deadline"]
+    statuses: dict[str, int] = {}
+    for v in run:
+        statuses[v.status] = statuses.get(v.status, 0) + 1
+    not_ok = [{"task": v.task_id, "status": v.status, "reason": v.reason, "diag": (v.diagnostics or "")[:300]}
+              for v in run if v.status != "ok"][:10]
+    done_at.sort()
+    steady = done_at[max(1, len(done_at) // 5):]
+    if len(steady) >= 2 and steady[-1] > steady[0]:
+        steady_s_per = (steady[-1] - steady[0]) / (len(steady) - 1)
+    else:
+        steady_s_per = None
+    per_cand = [v.timings.get("total_s") for v in run if v.timings.get("total_s")]
+    phases = {}
+    for key in ("static_s", "reference_s", "candidate_s"):
+        vals = [v.timings[key] for v in run if key in v.timings]
+        if vals:
+            phases[key] = round(statistics.median(vals), 3)
+    methods: dict[str, int] = {}
+    for v in run:
+        for c in v.cases:
+            if c.timing_method:
+                methods[c.timing_method] = methods.get(c.timing_method, 0) + 1
+    res = {
+        "phase": name, "gpus": gpus, "jobs_per_gpu": jobs, "candidates": len(pairs), "verified": len(run),
+        "skipped_deadline": len(pairs) - len(run), "wall_s": round(wall, 2), "setup_s": round(setup_s, 2),
+        "per_minute": round(len(run) / wall * 60, 2) if wall > 0 else None,
+        "steady_s_per_candidate": round(steady_s_per, 3) if steady_s_per else None,
+        "steady_per_minute": round(60 / steady_s_per, 2) if steady_s_per else None,
+        "median_verify_latency_s": round(statistics.median(per_cand), 3) if per_cand else None,
+        "median_phase_s": phases, "statuses": statuses, "not_ok": not_ok, "timing_methods": methods,
+        "scheduler": stats,
+    }
+    print(f"[throughput] {name}: {len(run)} verified in {wall:.1f} s, steady {res['steady_s_per_candidate']} s/cand, "
+          f"statuses {statuses}", file=sys.stderr, flush=True)
+    return res
+
+
+def markdown(res: dict[str, Any]) -> str:
+    lines = [f"Verification throughput on {res['device']} ({res['n_gpus_visible']} GPU(s) visible; torch "
+             f"{res['torch']}, triton {res['triton']}); Triton reference solutions of {res['tasks']} tasks, "
+             f"every check on, compile baseline {'on' if res['compile_baseline'] else 'off'}.", "",
+             "| phase | GPUs | jobs/GPU | verified | skipped | wall s | cand/min | steady s/cand | steady cand/min | "
+             "median latency s | statuses |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for p in res["phases"]:
+        lines.append(f"| {p['phase']} | {len(p['gpus'])} | {p['jobs_per_gpu']} | {p['verified']} | "
+                     f"{p['skipped_deadline']} | {p['wall_s']} | {p['per_minute']} | {p['steady_s_per_candidate']} | "
+                     f"{p['steady_per_minute']} | {p['median_verify_latency_s']} | "
+                     f"{', '.join(f'{k}: {v}' for k, v in sorted(p['statuses'].items()))} |")
+    if res.get("scaling") is not None:
+        lines += ["", f"Two-GPU scaling (warm_2gpu steady cand/min ÷ warm): **{res['scaling']:.2f}×** "
+                      f"(goal 2× within 15%: ≥ 1.70)."]
+    warm = next((p for p in res["phases"] if p["phase"] == "warm"), None)
+    if warm and warm.get("steady_s_per_candidate"):
+        lines += ["", f"Steady state on one GPU (warm): **{warm['steady_s_per_candidate']} s per candidate** "
+                      f"(goal < 2 s; KernelBench's harness: 6-7 s per Triton candidate on this H200)."]
+    bad = [x for p in res["phases"] for x in p["not_ok"]]
+    if bad:
+        lines += ["", "Non-ok verdicts (first few):"] + [f"- {b['task']}: {b['status']} ({b['reason']})" for b in bad[:10]]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--candidates", type=int, default=60, help="candidates per phase (>= 50 for the issue)")
+    ap.add_argument("--tasks", type=int, default=12, help="distinct level-1 tasks the candidates cycle through")
+    ap.add_argument("--jobs", type=int, default=4, help="candidates verified at once per GPU")
+    ap.add_argument("--gpus", type=int, default=1, help="2: add a warm phase over two GPUs")
+    ap.add_argument("--phase-budget-s", type=float, default=110.0, help="stop starting candidates after this")
+    ap.add_argument("--compile-baseline", action="store_true",
+                    help="also time torch.compile baselines (slow when cold: off by default to fit in 5 min)")
+    ap.add_argument("--skip-cold", action="store_true")
+    args = ap.parse_args()
+
+    import torch
+    import triton
+
+    if not torch.cuda.is_available():
+        print("throughput needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="amdkv-throughput-"))
+    os.environ["AMDKV_CACHE_DIR"] = str(work / "cache")          # empty reference cache: cold
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")  # fresh inductor cache
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton")        # parent-side; workers get their own
+    n_visible = torch.cuda.device_count()
+    pairs = make_candidates(args.candidates, args.tasks, work)
+    res: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "n_gpus_visible": n_visible,
+                           "torch": torch.__version__, "triton": triton.__version__,
+                           "tasks": len({t.id for t, _ in pairs}), "candidates": args.candidates,
+                           "compile_baseline": args.compile_baseline, "phases": []}
+    common = dict(jobs=args.jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline)
+    try:
+        if not args.skip_cold:
+            res["phases"].append(run_phase("cold", pairs, gpus=[0], **common))
+        res["phases"].append(run_phase("warm", pairs, gpus=[0], **common))
+        if args.gpus >= 2:
+            if n_visible < 2:
+                res["two_gpu_error"] = f"--gpus 2 asked for, {n_visible} GPU visible"
+            else:
+                # twice the candidates so each GPU gets as many as the one-GPU phase had
+                (work / "second").mkdir()
+                pairs2 = pairs + make_candidates(args.candidates, args.tasks, work / "second")
+                res["phases"].append(run_phase("warm_2gpu", pairs2, gpus=[0, 1], **common))
+                w1 = res["phases"][-2].get("steady_per_minute")
+                w2 = res["phases"][-1].get("steady_per_minute")
+                res["scaling"] = (w2 / w1) if w1 and w2 else None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    (out / "throughput.json").write_text(json.dumps(res, indent=1, default=str))
+    md = markdown(res)
+    (out / "throughput.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
