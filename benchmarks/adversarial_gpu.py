@@ -26,7 +26,7 @@ def main() -> int:
     args = ap.parse_args()
     manifest = json.loads((ROOT / "manifest.json").read_text())
     agree = 0
-    with Verifier(args.device, spares=2, timeout=60, compile_baseline=False) as verifier, open(args.out, "w") as fh:
+    with Verifier(args.device, spares=2, timeout=30, compile_baseline=False) as verifier, open(args.out, "w") as fh:
         for entry in manifest:
             v = verifier.verify(task_path(entry["task"]), ROOT / entry["candidate"])
             d = v.to_dict()

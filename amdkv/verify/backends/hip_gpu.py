@@ -1,0 +1,152 @@
+"""HIP candidates on a GPU platform (cuda through the compatibility layer, rocm natively).
+
+Called by `Verifier._verify_hip` on GPU platforms. Steps:
+ 1. static AST checks of the Python file (as for Triton; HIP may import torch.utils.cpp_extension);
+ 2. capture the `load_inline`/`load` calls in a sandboxed process (backends/hip.py);
+ 3. on `cuda`: the semantics guard (backends/hip_semantics.py) -> `unverifiable` for wave64-dependent,
+    AMD-only or FNUZ-fp8 code, before anything is built;
+ 4. build every captured call with nvcc + compat headers (cuda) or hipcc (rocm), cached by content;
+ 5. run the candidate in a fresh spare worker that receives the prebuilt modules (backends/hip_run.py),
+    with every runtime guard of the Triton path; judge and time exactly as for Triton.
+Verdicts carry `platform` = the verifier's platform (`cuda` is never reported as an AMD number).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from amdkv.errors import InfrastructureError
+from amdkv.verify import static_checks
+from amdkv.verify.verdict import COMPILE_ERROR, HACK_DETECTED, TIMEOUT, UNVERIFIABLE, ArchResources
+
+_TOOLCHAINS: dict[str, Any] = {}
+
+
+def _toolchain(platform: str) -> Any:
+    from amdkv.verify.backends.hip_build import toolchain_for_platform
+
+    if platform not in _TOOLCHAINS:
+        _TOOLCHAINS[platform] = toolchain_for_platform(platform)
+    return _TOOLCHAINS[platform]
+
+
+def _static(verifier: Any, v: Any, task: Any, cand_path: Path, source: str) -> bool:
+    """Static checks; True when a verdict was reached."""
+    findings = static_checks.check_source(source, language="hip", filename=str(cand_path))
+    if any(f.code == static_checks.SYNTAX_ERROR for f in findings):
+        verifier._finish(v, COMPILE_ERROR, "syntax_error", compiled=False, diag="\n".join(map(str, findings)))
+        return True
+    if not static_checks.has_model_new(source):
+        verifier._finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
+                         diag=f"{cand_path} defines no top-level class `ModelNew`")
+        return True
+    want = static_checks.forward_parameters(task.source, "Model")
+    got = static_checks.forward_parameters(source, "ModelNew")
+    if want is not None and got is not None and "*" not in got and len(want) != len(got):
+        verifier._finish(v, COMPILE_ERROR, "signature_mismatch", compiled=False,
+                         diag=f"ModelNew.forward takes {len(got)} argument(s) {got}; the task's "
+                              f"Model.forward takes {len(want)} {want}")
+        return True
+    if findings:
+        v.hack_findings = [str(f) for f in findings]
+        verifier._finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
+        return True
+    return False
+
+
+def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path) -> None:
+    """Fill verdict `v` for HIP candidate `cand_path` on the verifier's GPU platform."""
+    from amdkv.verify.backends import hip as hip_backend
+    from amdkv.verify.backends import hip_semantics
+    from amdkv.verify.backends.hip_build import build_captures, compat_headers_hash
+
+    platform = verifier.platform.name
+    source = cand_path.read_text()
+    if _static(verifier, v, task, cand_path, source):
+        return
+    t0 = time.monotonic()
+    cap = hip_backend.capture_hip_sources(cand_path, task.path, timeout=min(verifier.timeout, 180.0))
+    v.timings["hip_capture_s"] = round(time.monotonic() - t0, 3)
+    if cap.get("worker_error"):
+        timed_out = "timed out" in cap["worker_error"]
+        return verifier._finish(v, TIMEOUT if timed_out else COMPILE_ERROR,
+                                "wall_timeout" if timed_out else "candidate_import_error",
+                                compiled=False, diag=cap["worker_error"])
+    captures = cap["captures"]
+    if not captures:
+        if cap.get("import_error"):
+            return verifier._finish(v, COMPILE_ERROR, "candidate_import_error", compiled=False,
+                                    diag="importing the candidate failed:\n" + cap["import_error"])
+        return verifier._finish(v, COMPILE_ERROR, "no_hip_sources", compiled=False,
+                                diag="no load_inline/load call was captured: HIP candidates build their kernels "
+                                     "with torch.utils.cpp_extension.load_inline at import or in __init__")
+    if platform == "cuda":
+        sem = hip_semantics.analyse_captures(captures)
+        if sem:
+            v.diagnostics += "\n" + hip_semantics.explain(sem)
+            v.hack_findings = []
+            return verifier._finish(v, UNVERIFIABLE, hip_semantics.verdict_reason(sem))
+    try:
+        tc = _toolchain(platform)
+    except InfrastructureError:
+        raise
+    t0 = time.monotonic()
+    builds = build_captures(captures, tc, timeout=max(verifier.timeout, 300.0))
+    v.timings["hip_build_s"] = round(time.monotonic() - t0, 3)
+    v.env["hip_build"] = {"platform": platform, "compiler": tc.version, "arch": tc.arch,
+                          "compat_headers": compat_headers_hash() if platform == "cuda" else None,
+                          "cached": [b.cached for b in builds]}
+    failed = [b for b in builds if not b.ok]
+    if failed:
+        if any(b.timed_out for b in failed):
+            raise InfrastructureError(f"building HIP extension {failed[0].name!r} timed out",
+                                      hint="the machine is overloaded; retry with fewer jobs")
+        reason = "nvcc_error" if platform == "cuda" else "hipcc_error"
+        return verifier._finish(v, COMPILE_ERROR, reason, compiled=False,
+                                diag="\n\n".join(f"[{b.name}] {b.error}" for b in failed))
+    _run_and_judge(verifier, v, task, cand_path, builds)
+    if v.reason == "no_kernel_launch":
+        v.diagnostics += "\n(HIP: forward never called a function of the candidate's extension)"
+    if verifier.archs and captures:
+        _amd_resources(verifier, v, captures)
+
+
+def _run_and_judge(verifier: Any, v: Any, task: Any, cand_path: Path, builds: list[Any]) -> None:
+    cases = verifier._select_cases(task)
+    if not cases:
+        return verifier._finish(v, UNVERIFIABLE, "no_cases_for_platform",
+                                diag=f"task {task.id} has no cases this platform runs")
+    extra = {"hip_prebuilt": [{"name": b.name, "so_path": b.so_path, "module_name": b.module_name} for b in builds],
+             "readable": [str(Path(b.so_path).parent) for b in builds]}
+    spare = verifier.pool.take()
+    try:
+        t0 = time.monotonic()
+        refs = verifier._references(task, cases)
+        v.timings["reference_s"] = round(time.monotonic() - t0, 3)
+        t0 = time.monotonic()
+        report, outputs, proc = verifier._run_candidate(spare, task, cand_path, cases, refs, extra)
+        v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+    finally:
+        spare.cleanup()
+    verifier._judge(v, task, cases, refs, report, outputs, proc)
+
+
+def _amd_resources(verifier: Any, v: Any, captures: list[dict[str, Any]]) -> None:
+    """With `--arch`, also compile the sources for the AMD targets (resources only)."""
+    try:
+        from amdkv.verify.backends.hip import compile_units
+        from amdkv.verify.backends.hip_sources import translation_units
+
+        units = [u for c in captures for u in translation_units(c)]
+        t0 = time.monotonic()
+        results = compile_units(units, verifier.archs)
+        v.timings["amd_compile_s"] = round(time.monotonic() - t0, 3)
+        v.resources = [r if isinstance(r, ArchResources) else ArchResources(**r)
+                       for res in results for r in res.resources]
+        bad = [f"[{r.unit} {r.arch}] {r.error}" for r in results if not r.ok]
+        if bad:
+            v.diagnostics += "\n[amd] " + "\n".join(bad)
+    except Exception as exc:  # noqa: BLE001 - resources are extra information, never the verdict
+        v.diagnostics += f"\n[amd] AMD compile unavailable: {type(exc).__name__}: {exc}"

@@ -1,0 +1,1 @@
+__device__ int f(int v){ return __builtin_amdgcn_readfirstlane(v); }

@@ -1,0 +1,1 @@
+__device__ void wait(){ asm volatile("s_waitcnt vmcnt(0)" ::: "memory"); }

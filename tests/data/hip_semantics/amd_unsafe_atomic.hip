@@ -1,0 +1,1 @@
+__global__ void k(float* acc, const float* x){ unsafeAtomicAdd(acc, x[threadIdx.x]); }

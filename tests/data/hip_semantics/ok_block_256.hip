@@ -1,0 +1,1 @@
+__global__ void k(float* x){ __shared__ float s[256]; s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); for (int o = 128; o > 0; o >>= 1) { if (threadIdx.x < o) s[threadIdx.x] += s[threadIdx.x + o]; __syncthreads(); } if (threadIdx.x == 0) x[0] = s[0]; }

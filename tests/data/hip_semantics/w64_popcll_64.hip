@@ -1,0 +1,1 @@
+__device__ bool full(bool p){ return __popcll(__ballot(p)) == 64; }

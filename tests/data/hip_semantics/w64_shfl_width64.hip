@@ -1,0 +1,1 @@
+__device__ float bcast(float v){ return __shfl(v, 0, 64); }
