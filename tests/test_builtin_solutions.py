@@ -38,11 +38,9 @@ def test_reference_solution_verifies_on_cpu(verdicts: dict, task_id: str) -> Non
 
 @pytest.mark.parametrize("task_id", [t.id for t in TASKS])
 def test_reference_solution_compiles_for_gfx942(verdicts: dict, task_id: str) -> None:
-    """Resources come from a real AMD compile of the kernels captured while the solution ran
-    (bf16 tasks that the interpreter cannot run are not captured on cpu)."""
+    """Resources come from a real AMD compile of the kernels captured while the solution ran."""
     v = verdicts[task_id]
-    if v.status == "unverifiable":
-        pytest.skip(f"{task_id} did not run on the interpreter ({v.reason}); no launch to capture")
+    # bf16 solutions run under the interpreter only to capture their launches (status unverifiable).
     assert v.resources, f"{task_id}: no gfx942 compile results\n{v.diagnostics[-800:]}"
     for r in v.resources:
         assert r.arch == "gfx942"

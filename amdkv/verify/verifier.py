@@ -151,15 +151,21 @@ class Verifier:
             v.hack_findings = [str(f) for f in findings]
             return self._finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
         # 2. what the platform cannot judge
+        unjudgeable: str | None = None
         if self.platform.interpreter:
             unsupported = [INTERPRETER_UNSUPPORTED[w] for w in
                            static_checks.mentions(source, tuple(INTERPRETER_UNSUPPORTED))]
             if "bf16" in task.dtypes:
                 unsupported.insert(0, "bf16_on_interpreter")
             if unsupported:
-                return self._finish(v, UNVERIFIABLE, unsupported[0], diag=(
-                    f"the Triton CPU interpreter cannot judge this ({', '.join(sorted(set(unsupported)))}); "
-                    "verify on a GPU platform"))
+                diag = (f"the Triton CPU interpreter cannot judge this ({', '.join(sorted(set(unsupported)))}); "
+                        "verify on a GPU platform")
+                if not self.archs:
+                    return self._finish(v, UNVERIFIABLE, unsupported[0], diag=diag)
+                # With AMD targets asked for, still run it under the interpreter: its numbers mean
+                # nothing, but its launches give the signatures the AMD compile needs.
+                unjudgeable = unsupported[0]
+                v.diagnostics += "\n" + diag + " (run only to capture kernels for the AMD compile)"
         # 3 + 4. reference (cached or computed) in parallel with the candidate's spare starting
         cases = self._select_cases(task)
         if not cases:
@@ -170,13 +176,16 @@ class Verifier:
             t0 = time.monotonic()
             refs = self._references(task, cases)
             v.timings["reference_s"] = round(time.monotonic() - t0, 3)
-            if self.platform.interpreter:
+            if self.platform.interpreter and unjudgeable is None:
                 bf16 = [c for c, r in refs.items() if "bfloat16" in r["report"]["input_dtypes"]
                         + r["report"]["output_dtypes"]]
                 if bf16:
-                    return self._finish(v, UNVERIFIABLE, "bf16_on_interpreter",
-                                        diag=f"case(s) {bf16} use bfloat16, which the Triton interpreter "
-                                             "computes wrongly; verify on a GPU platform")
+                    diag = (f"case(s) {bf16} use bfloat16, which the Triton interpreter computes wrongly; "
+                            "verify on a GPU platform")
+                    if not self.archs:
+                        return self._finish(v, UNVERIFIABLE, "bf16_on_interpreter", diag=diag)
+                    unjudgeable = "bf16_on_interpreter"
+                    v.diagnostics += "\n" + diag + " (run only to capture kernels for the AMD compile)"
             t0 = time.monotonic()
             report, outputs, proc = self._run_candidate(spare, task, cand_path, cases, refs)
             v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
@@ -184,6 +193,10 @@ class Verifier:
             spare.cleanup()
         # 5. judge
         self._judge(v, task, cases, refs, report, outputs, proc)
+        if unjudgeable and v.status not in (HACK_DETECTED, COMPILE_ERROR, INFRA_ERROR):
+            # Cheating and unbuildable code are facts on any platform; numbers here are not.
+            v.status, v.reason, v.correct, v.interpreter_verified = UNVERIFIABLE, unjudgeable, None, False
+            v.speedup = v.speedup_compile = v.sol = None
         # 6. AMD compiles of captured kernels
         if self.archs and v.status in (OK, MISMATCH, UNVERIFIABLE) and report and report.get("captures"):
             self._amd_compile(v, cand_path, report["captures"])
