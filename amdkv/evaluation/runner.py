@@ -236,8 +236,8 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
                  settings: EvalSettings, platform: Any, *, total: int, progress: bool) -> None:
     from tqdm import tqdm
 
-    from amdkv.verify import Verifier
     from amdkv.verify.batch import verify_many
+    from amdkv.verify.scheduler import open_verifier
 
     by_path = {str(j.path): j for j in todo}
     lock = threading.Lock()
@@ -270,8 +270,9 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
 
     spares = max(1, min(settings.jobs, len(todo)))
     try:
-        with store, Verifier(settings.device, trials=settings.trials, timeout=settings.timeout,
-                             spares=spares) as verifier:
+        # One Verifier, or a scheduler over every visible GPU (one per GPU, health-checked).
+        with store, open_verifier(settings.device, jobs=spares, trials=settings.trials,
+                                  timeout=settings.timeout) as verifier:
             verify_many(verifier, [(j.task, str(j.path)) for j in todo], jobs=settings.jobs,
                         on_result=on_result)
     finally:
