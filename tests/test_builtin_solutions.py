@@ -47,3 +47,15 @@ def test_reference_solution_compiles_for_gfx942(verdicts: dict, task_id: str) ->
         assert r.compiled, f"{task_id}/{r.kernel}: {r.error}"
         assert r.vgpr is not None and r.sgpr is not None and r.lds_limit == 64 * 1024
         assert r.lds_bytes is None or r.lds_bytes <= r.lds_limit, f"{task_id}/{r.kernel}: LDS {r.lds_bytes}"
+
+
+def test_concurrent_candidates_of_one_task_share_one_reference(tmp_path, monkeypatch) -> None:
+    """Samples of one task verified at once wait for one reference computation (an eval's samples
+    are adjacent; before this, each computed its own, up to --jobs times the work)."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    task = next(t for t in TASKS if t.id == "l1_relu")
+    sol = str(solution_path(task.id))
+    with Verifier("cpu", spares=3, timeout=240) as verifier:
+        results = verify_many(verifier, [(task, sol)] * 3, jobs=3)
+        assert [v.status for v in results] == ["ok"] * 3
+        assert verifier.reference_runs == 1

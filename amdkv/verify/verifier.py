@@ -69,6 +69,7 @@ class Verifier:
         self.archs = tuple(archs)
         self.time_performance = time_performance and self.platform.can_time
         self.compile_baseline = compile_baseline
+        self.reference_runs = 0  # reference workers this Verifier started (cache misses)
         self.pool = SparePool(self.platform, size=spares, mem_cap_bytes=int(mem_cap_gib * 2**30),
                               gpu_mem_fraction=gpu_mem_fraction)
         self._device_desc = self._describe_device()
@@ -210,7 +211,16 @@ class Verifier:
         return self.trials if case.is_correctness else 1
 
     def _references(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
-        """Reference files per case name, computing the missing ones in a reference worker."""
+        """Reference files per case name, computing the missing ones in a reference worker.
+
+        Several candidates of one task are often verified at once (an eval's samples are adjacent):
+        they wait for one reference computation instead of each starting their own.
+        """
+        lock_key = (task.source_hash, self._device_desc, self.trials, self.time_performance, self.compile_baseline)
+        with _reference_lock(lock_key):
+            return self._references_locked(task, cases)
+
+    def _references_locked(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
         refs: dict[str, dict[str, Any]] = {}
         missing = []
         for case in cases:
@@ -225,6 +235,7 @@ class Verifier:
             else:
                 missing.append(case)
         if missing:
+            self.reference_runs += 1
             self._compute_references(task, missing, refs)
         return refs
 
@@ -499,7 +510,14 @@ class Verifier:
             v.diagnostics += "\n[amd] " + "\n".join(failed)
 
 
-_default_lock = threading.Lock()
+_REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
+_REFERENCE_LOCKS_GUARD = threading.Lock()
+
+
+def _reference_lock(key: tuple) -> threading.Lock:
+    """One lock per (task, device, settings) in this process, shared by every Verifier in it."""
+    with _REFERENCE_LOCKS_GUARD:
+        return _REFERENCE_LOCKS.setdefault(key, threading.Lock())
 
 
 def verify_files(task_path: str, candidate_path: str, device: str = "auto", **kw: Any) -> Verdict:
