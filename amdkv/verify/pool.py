@@ -67,7 +67,7 @@ class Spare:
     """One started worker process waiting (or about to wait) for its single job."""
 
     def __init__(self, platform: PlatformInfo, mem_cap_bytes: int | None, base_tmp: str | None = None,
-                 gpu_mem_fraction: float | None = None) -> None:
+                 gpu_mem_fraction: float | None = None, extra_env: dict[str, str] | None = None) -> None:
         self.platform = platform
         self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
         env = dict(os.environ)
@@ -90,6 +90,7 @@ class Spare:
                 # Per-candidate GPU memory cap, applied by the worker to candidate jobs only
                 # (torch.cuda.set_per_process_memory_fraction); exceeding it is runtime_error/oom.
                 env["AMDKV_GPU_MEM_FRACTION"] = f"{gpu_mem_fraction:.4f}"
+        env.update(extra_env or {})
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=self.workdir,

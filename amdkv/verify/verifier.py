@@ -29,6 +29,7 @@ from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import Spare, SparePool
 from amdkv.verify.reference_cache import CaseFiles, case_key
+from amdkv.verify.reference_cache import cache_root as reference_cache_root
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, RUNTIME_ERROR,
                                   TIMEOUT, UNVERIFIABLE, ArchResources, CaseResult, Verdict, worst_status)
@@ -240,7 +241,14 @@ class Verifier:
         return refs
 
     def _compute_references(self, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]]) -> None:
-        spare = Spare(self.platform, self.pool.mem_cap_bytes)
+        # The reference runs only trusted code (the task, PyTorch, torch.compile): its compile caches
+        # are shared across reference workers so the torch.compile baseline of a task is not rebuilt
+        # from scratch by every process (candidate workers keep private caches, by design).
+        shared = reference_cache_root().parent / "compile-cache"
+        spare = Spare(self.platform, self.pool.mem_cap_bytes, extra_env={
+            "TORCHINDUCTOR_CACHE_DIR": str(shared / "inductor"),
+            "TRITON_CACHE_DIR": str(shared / "triton"),
+        })
         try:
             jobs = []
             for case in cases:
