@@ -80,5 +80,5 @@ def test_find_rocprofv3_absent_here(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("ROCM_PATH", str(tmp_path))
     if Path("/opt/rocm/bin/rocprofv3").exists():
-        pytest.skip("rocprofv3 installed in /opt/rocm")
+        pytest.skip("rocprofv3 is installed in /opt/rocm: this test checks the not-found path")
     assert rocprof.find_rocprofv3() is None

@@ -112,7 +112,7 @@ def _write_if_changed(path: Path, text: str) -> None:
         try:
             if path.read_text(encoding="utf-8") == text:
                 return
-        except (OSError, UnicodeDecodeError):
+        except (OSError, UnicodeDecodeError):  # unreadable old copy: rewrite it
             pass
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

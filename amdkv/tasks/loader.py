@@ -21,29 +21,39 @@ from amdkv.tasks.types import CASE_TAGS, COMPARATORS, CORRECTNESS, PERFORMANCE, 
 _counter = itertools.count()
 
 
-def import_file_as_module(path: str | os.PathLike[str], prefix: str = "amdkv_task") -> ModuleType:
-    """Import a Python file under a fresh module name (so two tasks never collide).
+def import_source_file(path: str | os.PathLike[str], prefix: str) -> ModuleType:
+    """Import a Python file under a fresh module name; the file's own exceptions propagate as they are.
 
-    The file's folder goes on sys.path for the duration so that sibling imports work, and the
-    module is registered in sys.modules because `@triton.jit` needs `inspect` to find the source.
+    Shared by task loading and by every worker that imports a candidate (its SyntaxError or
+    ImportError is a verdict there, not a task-format problem). The module is registered in
+    sys.modules because `@triton.jit` needs `inspect` to find the source.
     """
+    path = Path(path).resolve()
+    name = f"{prefix}_{path.stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}: not a Python source file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def import_file_as_module(path: str | os.PathLike[str], prefix: str = "amdkv_task") -> ModuleType:
+    """Import a task file; a missing file, non-Python file or syntax error is a TaskFormatError."""
     path = Path(path).resolve()
     if not path.is_file():
         raise TaskFormatError(f"task file {path} does not exist or is not a file",
                               hint="pass the path of a .py file in KernelBench format")
-    name = f"{prefix}_{path.stem}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise TaskFormatError(f"cannot import {path}: not a Python source file",
-                              hint="task files must end in .py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_source_file(path, prefix)
     except SyntaxError as exc:
         raise TaskFormatError(f"task file {path} has a syntax error: {exc}",
                               hint="fix the Python syntax") from exc
-    return module
+    except ImportError as exc:
+        if "not a Python source file" in str(exc):
+            raise TaskFormatError(str(exc), hint="task files must end in .py") from exc
+        raise
 
 
 def _require_callable(module: ModuleType, name: str, path: Path) -> Callable[..., Any]:
@@ -95,6 +105,13 @@ def _cases_from_module(module: ModuleType, path: Path) -> list[Case]:
 
 def load_task(path: str | os.PathLike[str], *, suite: str = "custom", task_id: str | None = None) -> Task:
     """Load one task file. Raises `TaskFormatError` naming what is missing."""
+    return load_task_and_module(path, suite=suite, task_id=task_id)[0]
+
+
+def load_task_and_module(path: str | os.PathLike[str], *, suite: str = "custom",
+                         task_id: str | None = None) -> tuple[Task, ModuleType]:
+    """The Task and the imported module it came from (the reference worker needs `Model`; one
+    import serves both, so the task file's module-level code runs once)."""
     path = Path(path).resolve()
     try:
         source = path.read_text()
@@ -112,7 +129,7 @@ def load_task(path: str | os.PathLike[str], *, suite: str = "custom", task_id: s
         raise TaskFormatError(f"task {path} names comparator {comparator!r}",
                               hint=f"use one of {list(COMPARATORS)}")
     level = meta.get("level")
-    return Task(
+    task = Task(
         id=task_id or meta.get("id") or path.stem,
         path=str(path),
         source=source,
@@ -129,6 +146,7 @@ def load_task(path: str | os.PathLike[str], *, suite: str = "custom", task_id: s
         cases=_cases_from_module(module, path),
         metadata={**meta, **_builtin_version(path)},
     )
+    return task, module
 
 
 def _builtin_version(path: Path) -> dict[str, str]:

@@ -34,7 +34,7 @@ def demangle(names: list[str]) -> dict[str, str]:
         lines = res.stdout.splitlines()
         if len(lines) == len(names):
             out = dict(zip(names, lines))
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError):  # no demangler: mangled names stay as they are
         pass
     return out
 
@@ -61,7 +61,7 @@ def parse_resource_remarks(stderr: str, arch: str) -> list[ArchResources]:
         elif kernels and key in _FIELDS:
             try:
                 kernels[-1][1][_FIELDS[key]] = int(value)
-            except ValueError:
+            except ValueError:  # a non-numeric remark value: that field stays unknown (None)
                 pass
     names = demangle([k for k, _ in kernels])
     limit = lds_limit(arch)

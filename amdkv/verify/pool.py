@@ -146,7 +146,7 @@ class Spare:
         kill_group(self.proc)
         try:
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:  # SIGKILLed group: the kernel reaps it; don't block the pool
             pass
 
     def cleanup(self) -> None:

@@ -141,7 +141,7 @@ def time_profiler(fn: Callable[[], Any], *, flush: Any, reps: int = 30, warmup: 
     finally:
         try:
             os.unlink(path)
-        except OSError:
+        except OSError:  # already gone: nothing left to clean up
             pass
     per_call = kernel_ms_per_call(trace)
     if len(per_call) != reps:

@@ -78,11 +78,10 @@ def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 # ------------------------------------------------------------------------------------ reference
 def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
-    from amdkv.tasks.loader import import_file_as_module, load_task
+    from amdkv.tasks.loader import load_task_and_module
 
     device = job["device"]
-    task = load_task(job["task_path"])
-    module = import_file_as_module(job["task_path"], prefix="amdkv_ref")
+    task, module = load_task_and_module(job["task_path"])
     report: dict[str, Any] = {"cases": []}
     for cjob in job["cases"]:
         case = task.case(cjob["name"])
@@ -226,7 +225,7 @@ def _readable_roots(job: dict[str, Any]) -> list[str]:
 
 
 def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
-    from amdkv.tasks.loader import import_file_as_module
+    from amdkv.tasks.loader import import_source_file
     from amdkv.verify.runtime_guards import (FileAccessGuard, LaunchCounter, TorchOpRecorder,
                                              guarded_copy, guards_intact, poisoned_allocations)
 
@@ -282,7 +281,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     t_import = time.monotonic()
     try:
         with redirect_stdout(stdout_buf):
-            module = import_file_as_module(job["candidate_path"], prefix="amdkv_candidate")
+            module = import_source_file(job["candidate_path"], "amdkv_candidate")
     except BaseException as exc:  # noqa: BLE001
         guard.enabled = False
         report["error"] = _error_entry(exc, "import", False)

@@ -120,7 +120,7 @@ def specialization(jf, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
         binder = create_function_from_signature(jf.signature, jf.params, backend)
         _, spec, _ = binder(*args, **call_kwargs)
         return [tuple(s) for s in spec]
-    except (ImportError, TypeError, AttributeError):
+    except (ImportError, TypeError, AttributeError):  # other triton versions: the fallback below
         pass
     bound = jf.signature.bind(*args, **call_kwargs)
     bound.apply_defaults()

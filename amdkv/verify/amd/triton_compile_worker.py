@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import importlib.util
 import json
 import os
 import sys
 import textwrap
 import time
 import traceback
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +30,10 @@ from amdkv.verify.verdict import ArchResources
 
 
 def load_candidate(path: str):
-    """Import the candidate file as a fresh module (its directory on sys.path, like a script)."""
-    name = f"amdkv_candidate_{uuid.uuid4().hex[:12]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, str(Path(path).resolve().parent))
-    spec.loader.exec_module(module)
-    return module
+    """Import the candidate file as a fresh module (shared helper: amdkv.tasks.loader)."""
+    from amdkv.tasks.loader import import_source_file
+
+    return import_source_file(path, "amdkv_candidate")
 
 
 def _nested_kernel(module, capture: dict):

@@ -315,7 +315,7 @@ def build_capture(capture: dict[str, Any], tc: BuildToolchain, *, cache_dir: Pat
             if d.get("so_path"):
                 d["so_path"] = str(root / Path(d["so_path"]).name)
             return BuildResult(**d)
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError):  # unreadable cache entry: a miss, rebuilt below
             pass
     module = module_name_for(units, key)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=root.parent if _mkdir(root.parent) else None))

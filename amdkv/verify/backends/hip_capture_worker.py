@@ -12,12 +12,10 @@ built in `__init__`.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
 import traceback
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +86,9 @@ def install_patches() -> None:
 
 
 def _import(path: str, prefix: str):
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from amdkv.tasks.loader import import_source_file
+
+    return import_source_file(path, prefix)
 
 
 def _err(e: BaseException) -> str:
