@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from typing import Any
 
 import click
@@ -151,18 +152,25 @@ def demo(device: str, spec: str, language: str, jobs: int, compile_baseline: boo
         bar = tqdm(total=len(pairs), desc=f"verifying on {verifier.platform.name}", unit="task",
                    disable=as_json, file=sys.stderr)
         counts = {"ok": 0}
+        # each verdict is written as it arrives: a run cut short keeps what it finished
+        out_fh = open(out_file, "w") if out_file else None
+        lock = threading.Lock()  # results arrive from the verification threads
 
         def tick(task: Any, cand: str, verdict: Any) -> None:
-            counts[verdict.status] = counts.get(verdict.status, 0) + 1
-            bar.set_postfix(counts)
-            bar.update(1)
+            with lock:
+                counts[verdict.status] = counts.get(verdict.status, 0) + 1
+                bar.set_postfix(counts)
+                bar.update(1)
+                if out_fh is not None:
+                    out_fh.write(verdict.to_json() + "\n")
+                    out_fh.flush()
 
-        verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
-        bar.close()
-    if out_file:
-        with open(out_file, "w") as fh:
-            for v in verdicts:
-                fh.write(v.to_json() + "\n")
+        try:
+            verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
+        finally:
+            bar.close()
+            if out_fh is not None:
+                out_fh.close()
     if as_json:
         click.echo(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:

@@ -1,10 +1,18 @@
 """Verify the adversarial candidate set (tests/data/adversarial) on the local GPU and record
-expected vs actual statuses as JSON lines (the GPU half of the adversarial test)."""
+expected vs actual statuses as JSON lines (the GPU half of the adversarial test).
+
+    python benchmarks/adversarial_gpu.py --out adversarial.jsonl [--jobs 4] [--timeout 30]
+
+Candidates run `--jobs` at a time (each in its own fresh worker, as always); each verdict is
+written as soon as it arrives, so a run cut short keeps what it finished.
+"""
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import threading
 from pathlib import Path
 
 from amdkv.tasks.builtin import BUILTIN_ROOT
@@ -20,23 +28,35 @@ def task_path(task_id: str) -> Path:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--jobs", type=int, default=4, help="candidates verified at once")
+    ap.add_argument("--timeout", type=float, default=30.0, help="per-candidate process timeout (s)")
     args = ap.parse_args()
     manifest = json.loads((ROOT / "manifest.json").read_text())
+    lock = threading.Lock()
     agree = 0
-    with Verifier(args.device, spares=2, timeout=30, compile_baseline=False) as verifier, open(args.out, "w") as fh:
-        for entry in manifest:
+    with Verifier(args.device, spares=args.jobs, timeout=args.timeout, compile_baseline=False) as verifier, \
+            open(args.out, "w") as fh:
+
+        def one(entry: dict) -> None:
+            nonlocal agree
             v = verifier.verify(task_path(entry["task"]), ROOT / entry["candidate"])
             d = v.to_dict()
             d["candidate"] = entry["candidate"]
             d["expected_status"] = entry["status"]
-            fh.write(json.dumps(d) + "\n")
             same = v.status == entry["status"]
-            agree += same
-            print(f"{'ok  ' if same else 'DIFF'} {entry['candidate']:<40} expected {entry['status']:<14} got "
-                  f"{v.status} ({v.reason})", flush=True)
+            with lock:
+                fh.write(json.dumps(d) + "\n")
+                fh.flush()
+                agree += same
+                print(f"{'ok  ' if same else 'DIFF'} {entry['candidate']:<40} expected {entry['status']:<14} got "
+                      f"{v.status} ({v.reason})", flush=True)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for f in [pool.submit(one, e) for e in manifest]:
+                f.result()
     print(f"{agree}/{len(manifest)} statuses as on CPU")
     return 0
 

@@ -1,22 +1,65 @@
 #!/usr/bin/env bash
-# One device call: verify every bundled Triton reference solution (and the adversarial set, when
-# present) on the local GPU, write verdicts and a markdown table under $OUT (default ./gpu_check_out).
-# Usage on the GPU machine, from the repo root:  bash benchmarks/gpu_check.sh
+# One device call on an NVIDIA GPU machine: the GPU checks of the verifier, in steps, each under its
+# own time limit, so that the call ends inside the device tool's 10-minute limit and keeps whatever
+# finished. Usage on the GPU machine, from the repo root:
+#
+#   OUT=out STEPS="refs adv" bash benchmarks/gpu_check.sh
+#
+# Steps (run in the order given; each writes $OUT/<step>/ and is packed to $OUT/<step>.tgz, because
+# the device tool returns at most 8 files):
+#   refs  every bundled Triton reference solution (amdkv demo, torch.compile baseline on) + table
+#   adv   the adversarial set (benchmarks/adversarial_gpu.py)
+#   fid   timing fidelity against the profiler, 14 kernels (benchmarks/timing_fidelity.py)
+#   tp    Triton throughput, cold + warm on GPU 0, + two-GPU phase when 2 GPUs are visible
+#   hip   every HIP reference solution + the broken HIP set, cold + warm (benchmarks/hip_gpu_check.py)
+# Limits (seconds, env): REFS_S=330 ADV_S=150 FID_S=150 TP_S=420 HIP_S=420. JOBS (refs) default 8.
+# A step cut by its limit gets SIGINT first (Python unwinds and kills its workers), SIGKILL 20 s later.
 set -uo pipefail
 OUT="${OUT:-gpu_check_out}"
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export AMDKV_CACHE_DIR="${AMDKV_CACHE_DIR:-/tmp/amdkv-cache}"
-JOBS="${JOBS:-4}"
+STEPS="${STEPS:-refs adv}"
+JOBS="${JOBS:-8}"
+NGPU=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+SUMMARY="$OUT/summary.txt"
+{ date -u +"%F %T UTC"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1;
+  echo "gpus visible: $NGPU; cpus: $(nproc)"; } > "$SUMMARY"
 python3 -m amdkv.cli env --json > "$OUT/env.json" 2>&1
-start=$(date +%s)
-python3 -m amdkv.cli demo --device auto --jobs "$JOBS" ${DEMO_FLAGS:-} --out "$OUT/references.jsonl" \
-  > "$OUT/demo.txt" 2> "$OUT/demo.err"
-echo "references: rc=$? in $(( $(date +%s) - start )) s"
-if [ -f tests/data/adversarial/manifest.json ]; then
-  start=$(date +%s)
-  python3 benchmarks/adversarial_gpu.py --out "$OUT/adversarial.jsonl" > "$OUT/adversarial.txt" 2>&1
-  echo "adversarial: rc=$? in $(( $(date +%s) - start )) s"
-fi
-python3 benchmarks/verdict_table.py "$OUT/references.jsonl" ${OUT}/adversarial.jsonl > "$OUT/gpu_check.md" 2> "$OUT/table.err"
-tail -n 120 "$OUT/gpu_check.md"
+
+run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
+  local name=$1 limit=$2; shift 2
+  mkdir -p "$OUT/$name"
+  local start=$(date +%s)
+  timeout -s INT -k 20 "$limit" "$@" > "$OUT/$name/log.txt" 2>&1
+  local rc=$?
+  # sandboxed workers run in their own sessions: make sure none outlives its step
+  pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
+  echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s)" | tee -a "$SUMMARY"
+}
+
+for step in $STEPS; do
+  case "$step" in
+    refs)
+      run_step refs "${REFS_S:-330}" python3 -m amdkv.cli demo --device auto --jobs "$JOBS" \
+        --out "$OUT/refs/references.jsonl"
+      python3 benchmarks/verdict_table.py "$OUT/refs/references.jsonl" > "$OUT/refs/table.md" 2>> "$OUT/refs/log.txt"
+      tail -n 4 "$OUT/refs/table.md" >> "$SUMMARY" ;;
+    adv)
+      run_step adv "${ADV_S:-150}" python3 benchmarks/adversarial_gpu.py --out "$OUT/adv/adversarial.jsonl" --jobs 4
+      tail -n 1 "$OUT/adv/log.txt" >> "$SUMMARY" ;;
+    fid)
+      run_step fid "${FID_S:-150}" python3 benchmarks/timing_fidelity.py --out "$OUT/fid"
+      grep -E "^Goal" "$OUT/fid/fidelity.md" >> "$SUMMARY" 2>/dev/null ;;
+    tp)
+      run_step tp "${TP_S:-420}" python3 benchmarks/throughput.py --out "$OUT/tp" --gpus "$NGPU" ${TP_FLAGS:-}
+      grep -E "^\| (cold|warm)|scaling|Steady" "$OUT/tp/throughput.md" >> "$SUMMARY" 2>/dev/null ;;
+    hip)
+      run_step hip "${HIP_S:-420}" python3 benchmarks/hip_gpu_check.py --out "$OUT/hip" \
+        --budget-s "$(( ${HIP_S:-420} - 60 ))" ${HIP_FLAGS:-}
+      grep -E "statuses as expected|^throughput" "$OUT/hip/log.txt" >> "$SUMMARY" 2>/dev/null ;;
+    *) echo "unknown step $step (refs adv fid tp hip)" | tee -a "$SUMMARY"; continue ;;
+  esac
+  tar -C "$OUT" -czf "$OUT/$step.tgz" "$step" && rm -rf "${OUT:?}/$step"
+done
+cat "$SUMMARY"

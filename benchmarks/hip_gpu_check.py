@@ -2,7 +2,8 @@
 
     python benchmarks/hip_gpu_check.py --out hip_gpu_out [--device cuda] [--jobs 8] [--budget-s 330]
 
-Writes `results.jsonl` (one verdict per line, with `expected_status` for the broken set),
+Writes `results.jsonl` (one verdict per line as it arrives, with `expected_status`; the warm pass
+in `results_warm.jsonl`),
 `hip_gpu_check.md` (status, speedup vs eager, timing method) and `throughput.json` under --out.
 Throughput = fresh HIP candidates verified per minute, measured twice: cold (empty build cache:
 every candidate compiles with nvcc) and warm (same candidates again, cache hit). A bad candidate
@@ -61,25 +62,55 @@ def verify_one(verifier, item: dict) -> dict:
     return d
 
 
-def run_pass(items: list[dict], device: str, jobs: int, deadline: float, timeout: float) -> tuple[list[dict], float]:
-    """Verify `items` with `jobs` concurrent verifications; returns (rows, wall seconds)."""
+SYSTEMATIC = {"harness_exception", "infra_error"}
+
+
+def run_pass(items: list[dict], device: str, jobs: int, deadline: float, timeout: float, log_path: Path,
+             fail_fast: int = 4) -> tuple[list[dict], float]:
+    """Verify `items` with `jobs` concurrent verifications; returns (rows, wall seconds). Each row is
+    also appended to `log_path` as it arrives (a run cut short keeps what it finished).
+
+    Fail fast: when the first `fail_fast` reference solutions all end in a harness exception, an
+    infra error or a compile error, the toolchain (not the candidates) is broken: later items are
+    recorded as `skipped` (reason `aborted_systematic_failure`) instead of spending GPU time."""
     from amdkv.verify import Verifier
 
     rows: list[dict] = []
+    first_refs: list[str] = []
+    state = {"abort": False}
     t0 = time.monotonic()
+
+    def skipped(it: dict, reason: str) -> dict:
+        return {**it, "task_id": it["task"], "candidate": Path(it["candidate"]).name,
+                "status": "skipped", "reason": reason}
+
     with Verifier(device, spares=jobs, timeout=timeout, compile_baseline=False) as verifier:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futs = {}
-            for it in items:
-                futs[pool.submit(lambda it=it: verify_one(verifier, it) if time.monotonic() < deadline else
-                                 {**it, "task_id": it["task"], "candidate": Path(it["candidate"]).name,
-                                  "status": "skipped", "reason": "wall_budget"})] = it
+
+        def one(it: dict) -> dict:
+            if state["abort"]:
+                return skipped(it, "aborted_systematic_failure")
+            if time.monotonic() >= deadline:
+                return skipped(it, "wall_budget")
+            return verify_one(verifier, it)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool, open(log_path, "w") as log:
+            futs = [pool.submit(one, it) for it in items]
             for f in concurrent.futures.as_completed(futs):
                 row = f.result()
                 rows.append(row)
+                log.write(json.dumps(row, default=str) + "\n")
+                log.flush()
+                if row["kind"] == "reference" and row.get("status") != "skipped" and len(first_refs) < fail_fast:
+                    first_refs.append(row.get("status"))
+                    if len(first_refs) == fail_fast and all(s in SYSTEMATIC | {"compile_error"} for s in first_refs):
+                        state["abort"] = True
+                        print(f"ABORT: the first {fail_fast} reference solutions all failed ({first_refs}); "
+                              f"see their diagnostics in results.jsonl", flush=True)
                 same = row.get("status") == row["expected_status"]
                 print(f"{'ok  ' if same else 'DIFF'} {row['candidate']:<40} expected {row['expected_status']:<14} "
                       f"got {row.get('status')} ({row.get('reason')}) {row.get('wall_s', '')} s", flush=True)
+                if same is False and row.get("diagnostics") and row["kind"] == "reference":
+                    print("   " + str(row["diagnostics"])[-600:].replace("\n", "\n   "), flush=True)
     return rows, time.monotonic() - t0
 
 
@@ -117,16 +148,14 @@ def main() -> int:
     start = time.monotonic()
     deadline = start + args.budget_s * 0.8
     print(f"cold pass: {len(items)} candidates, {args.jobs} jobs", flush=True)
-    cold_rows, cold_s = run_pass(items, args.device, args.jobs, deadline, args.timeout)
-    with open(out / "results.jsonl", "w") as fh:
-        for r in cold_rows:
-            fh.write(json.dumps(r, default=str) + "\n")
+    cold_rows, cold_s = run_pass(items, args.device, args.jobs, deadline, args.timeout, out / "results.jsonl")
     (out / "hip_gpu_check.md").write_text(table(cold_rows) + "\n")
     done_cold = [r for r in cold_rows if r.get("status") != "skipped"]
     warm_items = [it for it in items if Path(it["candidate"]).name in {r["candidate"] for r in done_cold}]
     warm_deadline = start + args.budget_s
     print(f"warm pass (build cache hot): {len(warm_items)} candidates", flush=True)
-    warm_rows, warm_s = run_pass(warm_items, args.device, args.jobs, warm_deadline, args.timeout)
+    warm_rows, warm_s = run_pass(warm_items, args.device, args.jobs, warm_deadline, args.timeout,
+                                 out / "results_warm.jsonl")
     done_warm = [r for r in warm_rows if r.get("status") != "skipped"]
     thr = {"jobs": args.jobs, "cold": {"candidates": len(done_cold), "wall_s": round(cold_s, 1),
                                        "per_minute": round(60 * len(done_cold) / cold_s, 2) if cold_s else None},
