@@ -127,14 +127,15 @@ def env(as_json: bool) -> None:
 @click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]))
 @click.option("--from", "spec", default="builtin:all", show_default=True, help="which bundled tasks")
 @click.option("--language", default="triton", show_default=True, type=click.Choice(["triton", "hip"]))
+@click.option("--task", "task_ids", multiple=True, help="only this task id (repeatable)")
 @click.option("--jobs", default=2, show_default=True, help="candidates verified at the same time")
 @click.option("--compile-baseline/--no-compile-baseline", default=True, show_default=True,
               help="on GPUs, also time torch.compile of the reference (slow the first time)")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="also write the verdicts as JSON lines to this file")
 @click.option("--json", "as_json", is_flag=True)
-def demo(device: str, spec: str, language: str, jobs: int, compile_baseline: bool, out_file: str | None,
-         as_json: bool) -> None:
+def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs: int, compile_baseline: bool,
+         out_file: str | None, as_json: bool) -> None:
     """Verify every bundled reference solution on the best local device and print a table."""
     from tqdm import tqdm
 
@@ -144,6 +145,13 @@ def demo(device: str, spec: str, language: str, jobs: int, compile_baseline: boo
     from amdkv.verify.scheduler import open_verifier
 
     all_tasks = load_suite(spec)
+    if task_ids:
+        unknown = sorted(set(task_ids) - {t.id for t in all_tasks})
+        if unknown:
+            from amdkv.errors import BadInputError
+
+            raise BadInputError(f"unknown task id(s) {unknown} in {spec}", hint="see `amdkv tasks list`")
+        all_tasks = [t for t in all_tasks if t.id in set(task_ids)]
     pairs = [(t, str(solution_path(t.id, language))) for t in all_tasks if solution_path(t.id, language)]
     if not pairs:
         raise AmdkvError(f"no bundled {language} solutions for {spec}", hint="try --language triton")

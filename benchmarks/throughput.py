@@ -96,9 +96,11 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
     else:
         steady_s_per = None
     per_cand = [v.timings.get("total_s") for v in run if v.timings.get("total_s")]
+    # median of every timing the verdicts carry (parent phases, spare wait, worker phases incl.
+    # the timing lock's wait): where a candidate's time goes
     phases = {}
-    for key in ("static_s", "reference_s", "candidate_s"):
-        vals = [v.timings[key] for v in run if key in v.timings]
+    for key in sorted({k for v in run for k in v.timings}):
+        vals = [v.timings[key] for v in run if isinstance(v.timings.get(key), (int, float))]
         if vals:
             phases[key] = round(statistics.median(vals), 3)
     methods: dict[str, int] = {}
@@ -113,7 +115,9 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         "steady_s_per_candidate": round(steady_s_per, 3) if steady_s_per else None,
         "steady_per_minute": round(60 / steady_s_per, 2) if steady_s_per else None,
         "median_verify_latency_s": round(statistics.median(per_cand), 3) if per_cand else None,
-        "median_phase_s": phases, "statuses": statuses, "not_ok": not_ok, "timing_methods": methods,
+        "median_phase_s": phases,
+        "timing_lock_held_s_total": round(sum(v.timings.get("worker_lock_held_s", 0.0) for v in run), 2),
+        "statuses": statuses, "not_ok": not_ok, "timing_methods": methods,
         "scheduler": stats,
     }
     print(f"[throughput] {name}: {len(run)} verified in {wall:.1f} s, steady {res['steady_s_per_candidate']} s/cand, "
@@ -140,6 +144,12 @@ def markdown(res: dict[str, Any]) -> str:
     if warm and warm.get("steady_s_per_candidate"):
         lines += ["", f"Steady state on one GPU (warm): **{warm['steady_s_per_candidate']} s per candidate** "
                       f"(goal < 2 s; KernelBench's harness: 6-7 s per Triton candidate on this H200)."]
+    lines += ["", "Median seconds per candidate by phase (verdict timings):", "",
+              "| phase | " + " | ".join(p["phase"] for p in res["phases"]) + " |",
+              "|---|" + "---:|" * len(res["phases"])]
+    keys = sorted({k for p in res["phases"] for k in p["median_phase_s"]})
+    for k in keys:
+        lines.append(f"| {k} | " + " | ".join(str(p["median_phase_s"].get(k, "—")) for p in res["phases"]) + " |")
     bad = [x for p in res["phases"] for x in p["not_ok"]]
     if bad:
         lines += ["", "Non-ok verdicts (first few):"] + [f"- {b['task']}: {b['status']} ({b['reason']})" for b in bad[:10]]
@@ -151,7 +161,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--candidates", type=int, default=60, help="candidates per phase (>= 50 for the issue)")
     ap.add_argument("--tasks", type=int, default=12, help="distinct level-1 tasks the candidates cycle through")
-    ap.add_argument("--jobs", type=int, default=4, help="candidates verified at once per GPU")
+    ap.add_argument("--jobs", type=int, default=6, help="candidates verified at once per GPU")
     ap.add_argument("--gpus", type=int, default=1, help="2: add a warm phase over two GPUs")
     ap.add_argument("--phase-budget-s", type=float, default=110.0, help="stop starting candidates after this")
     ap.add_argument("--compile-baseline", action="store_true",

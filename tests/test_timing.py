@@ -3,6 +3,7 @@ memory cap plumbing, and the parent's comparison of the call made after timing."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -13,6 +14,8 @@ import torch
 
 from amdkv.verify import timing
 from amdkv.verify.timing import check_consistency, kernel_ms_per_call
+
+REAL_TIME_PROFILER = timing.time_profiler  # before any fixture replaces it
 
 
 # ------------------------------------------------------------------------------ trace parsing
@@ -94,7 +97,7 @@ def fake_methods(monkeypatch):
         fn()
         return [0.004] * 20
 
-    def prof(fn, *, flush, reps=30, warmup=3):
+    def prof(fn, *, flush, reps=30, warmup=3, gpu_section=None):
         calls.append("profiler")
         if fake_methods.profiler_fails:
             raise RuntimeError("no CUPTI")
@@ -122,6 +125,38 @@ def test_auto_small_kernel_uses_profiler(fake_methods):
     assert fake_methods.calls == ["events", "profiler"]
     assert r["events_ms"] == pytest.approx(0.01)
     assert r["calls"] == 55 + 1 and r["loop_wall_s"] >= 0
+
+
+def test_lock_covers_gpu_runs_only_and_reports_wait(fake_methods, monkeypatch, tmp_path):
+    """The timing lock is taken around each GPU run (events, then the small-kernel method) and
+    its wait/hold times are returned; the profiler's trace parsing happens outside it."""
+    held = []
+
+    @contextlib.contextmanager
+    def fake_exclusive():
+        held.append("acquire")
+        yield
+        held.append("release")
+
+    monkeypatch.setattr(timing, "exclusive_gpu", fake_exclusive)
+    r = timing.measure(_noop, flush_nbytes=1024, device="cpu")
+    assert held == ["acquire", "release"]  # events only: the fake profiler ignores gpu_section
+    assert r["lock_wait_s"] >= 0 and r["lock_held_s"] >= 0
+
+    # the real time_profiler: calls inside the section, parsing after it
+    order = []
+    monkeypatch.setattr(timing, "_profile_calls", lambda fn, **kw: order.append("run") or "prof")
+    monkeypatch.setattr(timing, "_export_trace", lambda prof: order.append("parse") or {"traceEvents": []})
+
+    @contextlib.contextmanager
+    def section():
+        order.append("lock")
+        yield
+        order.append("unlock")
+
+    with pytest.raises(RuntimeError, match="0 call ranges"):
+        REAL_TIME_PROFILER(_noop, flush=None, reps=30, gpu_section=section)
+    assert order == ["lock", "run", "unlock", "parse"]
 
 
 def test_auto_small_kernel_falls_back_to_graph(fake_methods):

@@ -30,6 +30,7 @@ Environment knobs (read in the worker; the parent's environment is inherited):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import math
@@ -112,13 +113,27 @@ def time_graph(fn: Callable[[], Any], *, flush: Any, calls: int = 20, reps: int 
     return samples
 
 
-def time_profiler(fn: Callable[[], Any], *, flush: Any, reps: int = 30, warmup: int = 3) -> list[float]:
+def time_profiler(fn: Callable[[], Any], *, flush: Any, reps: int = 30, warmup: int = 3,
+                  gpu_section: Callable[[], Any] = contextlib.nullcontext) -> list[float]:
     """Per-call kernel time (ms) from torch.profiler's kernel trace, cache flushed before each call.
 
     Each call runs inside a `record_function(CALL_ANNOTATION)` range; a kernel belongs to the call
     whose range contains the CPU-side launch of that kernel (linked by the trace's correlation id),
     so the flush kernels, which are launched outside those ranges, are never counted.
+    Only the calls run inside `gpu_section` (the timing lock): exporting and parsing the trace is
+    CPU work and would otherwise keep the GPU from the next candidate for a few hundred ms.
     """
+    with gpu_section():
+        prof = _profile_calls(fn, flush=flush, reps=reps, warmup=warmup)
+    per_call = kernel_ms_per_call(_export_trace(prof))
+    if len(per_call) != reps:
+        raise RuntimeError(f"profiler trace has {len(per_call)} call ranges, expected {reps}")
+    if any(t <= 0 for t in per_call):
+        raise RuntimeError("profiler trace attributes no kernel to some calls")
+    return per_call
+
+
+def _profile_calls(fn: Callable[[], Any], *, flush: Any, reps: int, warmup: int) -> Any:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -132,23 +147,33 @@ def time_profiler(fn: Callable[[], Any], *, flush: Any, reps: int = 30, warmup: 
             with record_function(CALL_ANNOTATION):
                 fn()
         _sync(torch)
+    return prof
+
+
+def _export_trace(prof: Any) -> dict[str, Any]:
     fd, path = tempfile.mkstemp(prefix="amdkv-trace-", suffix=".json")
     os.close(fd)
     try:
         prof.export_chrome_trace(path)
         with open(path) as fh:
-            trace = json.load(fh)
+            return json.load(fh)
     finally:
         try:
             os.unlink(path)
         except OSError:  # already gone: nothing left to clean up
             pass
-    per_call = kernel_ms_per_call(trace)
-    if len(per_call) != reps:
-        raise RuntimeError(f"profiler trace has {len(per_call)} call ranges, expected {reps}")
-    if any(t <= 0 for t in per_call):
-        raise RuntimeError("profiler trace attributes no kernel to some calls")
-    return per_call
+
+
+def prewarm_profiler(device: str) -> None:
+    """Start and stop one tiny profiler session, so that the profiler back end (CUPTI/kineto on
+    NVIDIA, roctracer/rocprofiler-sdk on ROCm) is initialised while a spare worker waits for work,
+    not inside a candidate's timed section, which holds the GPU's timing lock."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        torch.empty(16, device=device).zero_()
+        _sync(torch)
 
 
 def kernel_ms_per_call(trace: dict[str, Any], call_name: str = CALL_ANNOTATION) -> list[float]:
@@ -226,9 +251,33 @@ def _setting(name: str, default: str, allowed: tuple[str, ...]) -> str:
 
 
 def measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str, method: str | None = None) -> dict[str, Any]:
-    """Median kernel time of `fn` in ms with its spread, the method used, and the call count."""
-    with exclusive_gpu():
-        return _measure(fn, flush_nbytes=flush_nbytes, device=device, method=method)
+    """Median kernel time of `fn` in ms with its spread, the method used, and the call count.
+
+    The GPU runs hold the per-GPU timing lock (`exclusive_gpu`); the time spent waiting for it is
+    returned as `lock_wait_s` and the time it was held as `lock_held_s`."""
+    section = _LockedSection()
+    res = _measure(fn, flush_nbytes=flush_nbytes, device=device, method=method, gpu_section=section)
+    res["lock_wait_s"], res["lock_held_s"] = section.wait_s, section.held_s
+    return res
+
+
+class _LockedSection:
+    """A re-enterable-in-sequence `exclusive_gpu()` that adds up its wait and hold times."""
+
+    def __init__(self) -> None:
+        self.wait_s = 0.0
+        self.held_s = 0.0
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        t0 = time.monotonic()
+        with exclusive_gpu():
+            t1 = time.monotonic()
+            self.wait_s += t1 - t0
+            try:
+                yield
+            finally:
+                self.held_s += time.monotonic() - t1
 
 
 def _spread(samples: list[float]) -> float:
@@ -239,7 +288,8 @@ def _spread(samples: list[float]) -> float:
     return (q[-1] - q[0]) / med
 
 
-def _measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str, method: str | None = None) -> dict[str, Any]:
+def _measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str, method: str | None = None,
+             gpu_section: Callable[[], Any] = contextlib.nullcontext) -> dict[str, Any]:
     import torch
 
     method = method or _setting("AMDKV_TIMING_METHOD", "auto", METHODS)
@@ -254,21 +304,22 @@ def _measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str, method: s
     extra: dict[str, Any] = {}
     notes: list[str] = []
     if method in ("auto", "events"):
-        samples = time_events(counted, flush=flush)
+        with gpu_section():
+            samples = time_events(counted, flush=flush)
         used = "cuda_events+l2_flush"
         extra["events_ms"] = statistics.median(samples)
         if method == "auto" and extra["events_ms"] < threshold:
             order = [small_method] + [m for m in SMALL_METHODS if m != small_method]
             for m in order:
                 try:
-                    samples, used = _run_small(m, counted, flush)
+                    samples, used = _run_small(m, counted, flush, gpu_section)
                     break
                 except Exception as exc:  # noqa: BLE001 - fall back, and say so in the method
                     notes.append(f"{m}_failed:{type(exc).__name__}")
             else:
                 used = "cuda_events+l2_flush"
     else:
-        samples, used = _run_small(method, counted, flush)
+        samples, used = _run_small(method, counted, flush, gpu_section)
     if notes:
         used += "(" + ",".join(notes) + ")"
     del flush
@@ -280,17 +331,18 @@ def _measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str, method: s
     return res
 
 
-def _run_small(method: str, fn: Callable[[], Any], flush: Any) -> tuple[list[float], str]:
+def _run_small(method: str, fn: Callable[[], Any], flush: Any,
+               gpu_section: Callable[[], Any] = contextlib.nullcontext) -> tuple[list[float], str]:
     if method == "profiler":
-        return time_profiler(fn, flush=flush), "profiler_kernel_trace+l2_flush"
-    if method == "graph":
-        return time_graph(fn, flush=flush), "graph_replay+l2_flush"
-    if method == "events":
-        return time_events(fn, flush=flush), "cuda_events+l2_flush"
+        return time_profiler(fn, flush=flush, gpu_section=gpu_section), "profiler_kernel_trace+l2_flush"
+    with gpu_section():
+        if method == "graph":
+            return time_graph(fn, flush=flush), "graph_replay+l2_flush"
+        if method == "events":
+            return time_events(fn, flush=flush), "cuda_events+l2_flush"
     raise ValueError(f"unknown timing method {method!r}; use one of {METHODS}")
 
 
-# ------------------------------------------------------------------------------- cross-checks
 def check_consistency(timing: dict[str, Any], parent_wall_s: float | None, *, slack: float = 1.5,
                       abs_slack_s: float = 0.01) -> str | None:
     """Cross-check a child's reported timing against wall clocks; None when it is plausible.

@@ -173,7 +173,9 @@ class Verifier:
         if not cases:
             return self._finish(v, UNVERIFIABLE, "no_cases_for_platform",
                                 diag=f"task {task.id} has no cases this platform runs")
+        t0 = time.monotonic()
         spare = self.pool.take()
+        v.timings["spare_wait_s"] = round(time.monotonic() - t0, 3)
         try:
             t0 = time.monotonic()
             refs = self._references(task, cases)
@@ -407,7 +409,9 @@ class Verifier:
             v.hack_findings += [f"[{c.name}] {c.reason}: {c.message}" for c in v.cases if c.status == HACK_DETECTED]
         v.interpreter_verified = v.status == OK and self.platform.interpreter
         self._aggregate_speed(v)
-        v.timings["worker_startup_s"] = report.get("import_s", 0.0)
+        v.timings["worker_startup_s"] = round(report.get("startup_s", 0.0), 3)  # paid before the job (warm spare)
+        for phase, secs in (report.get("phase_s") or {}).items():
+            v.timings[f"worker_{phase}_s"] = round(secs, 3)
 
     def _case_runtime_findings(self, crep: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
         if crep["findings"]:

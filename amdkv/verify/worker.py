@@ -35,6 +35,13 @@ def _prepare_device(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.empty(1, device=device)  # create the context now, not inside the timed job
+        if os.environ.get("AMDKV_PREWARM_PROFILER", "1") != "0":
+            from amdkv.verify.timing import prewarm_profiler
+
+            try:
+                prewarm_profiler(device)
+            except Exception as exc:  # noqa: BLE001 - a spare without a profiler still works (events/graph)
+                sys.stderr.write(f"amdkv worker: profiler pre-warm failed: {type(exc).__name__}: {exc}\n")
 
 
 def _apply_gpu_memory_cap(job: dict[str, Any], device: str) -> None:
@@ -79,6 +86,7 @@ def main() -> int:
             report = worker_jobs.run_candidate_job(job)
         else:
             raise ValueError(f"unknown job kind {job['kind']!r}")
+        report["startup_s"] = startup_s
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
         report = {"fatal": True, "error_type": type(exc).__name__, "error": str(exc)[:2000],
                   "traceback": traceback.format_exc()[-6000:]}

@@ -231,8 +231,14 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 
     device = job["device"]
     report: dict[str, Any] = {"cases": [], "captures": [], "error": None, "file_violations": []}
+    # where the worker's time goes (seconds per phase), for throughput work: verdict.timings
+    phases = report["phase_s"] = {"load_inputs": 0.0, "import": 0.0, "trials": 0.0, "timing": 0.0,
+                                  "lock_wait": 0.0, "lock_held": 0.0, "post_timing_check": 0.0,
+                                  "save_outputs": 0.0}
+    t_phase = time.monotonic()
     # 1. Everything the candidate may use is loaded before its code runs.
     case_inputs = {c["name"]: torch.load(c["inputs_file"], weights_only=True) for c in job["cases"]}
+    phases["load_inputs"] = time.monotonic() - t_phase
 
     captures: list[dict[str, Any]] = []
     capture_keys: set[str] = set()
@@ -291,7 +297,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             report["error"].update(status="compile_error", reason="import_error")
         report["file_violations"] = guard.violations
         return report
-    report["import_s"] = time.monotonic() - t_import
+    report["import_s"] = phases["import"] = time.monotonic() - t_import
     model_cls = getattr(module, "ModelNew", None)
     if not isinstance(model_cls, type):
         guard.enabled = False
@@ -377,6 +383,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             return leaves, info
 
         case_out: dict[str, Any] = {"trials": [], "recheck": None}
+        t_phase = time.monotonic()
         try:
             for t_inputs in data["trials"]:
                 leaves, info = call(t_inputs, True)
@@ -394,8 +401,14 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 for k, v in info["compute_ops"].items():
                     crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
                 crep["findings"] += info["findings"]
+            phases["trials"] += time.monotonic() - t_phase
             if cjob.get("time") and device != "cpu":
+                t_phase = time.monotonic()
                 crep["timing"] = _time_candidate(model, data["trials"][0], device, cjob)
+                phases["timing"] += time.monotonic() - t_phase
+                phases["lock_wait"] += crep["timing"].get("lock_wait_s", 0.0)
+                phases["lock_held"] += crep["timing"].get("lock_held_s", 0.0)
+                t_phase = time.monotonic()
                 # results re-checked after timing: one more checked call, compared by the parent
                 leaves, info = call(data["trials"][0], True)
                 case_out["post_timing"] = leaves
@@ -403,6 +416,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 for k, v in info["compute_ops"].items():
                     crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
                 crep["findings"] += info["findings"]
+                phases["post_timing_check"] += time.monotonic() - t_phase
         except BaseException as exc:  # noqa: BLE001
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep["error"] = _error_entry(exc, "forward", in_kernel)
@@ -414,7 +428,9 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     report["captures"] = captures
     report["kernels"] = counter.kernels
     report["stdout_tail"] = stdout_buf.getvalue()[-2000:]
+    t_phase = time.monotonic()
     torch.save(outputs, job["outputs_path"])
+    phases["save_outputs"] = time.monotonic() - t_phase
     return report
 
 
