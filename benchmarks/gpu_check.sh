@@ -7,7 +7,8 @@
 #
 # Steps (run in the order given; each writes $OUT/<step>/ and is packed to $OUT/<step>.tgz, because
 # the device tool returns at most 8 files):
-#   refs  every bundled Triton reference solution (amdkv demo, torch.compile baseline on) + table
+#   refs  every bundled Triton reference solution (amdkv demo, torch.compile baseline on) + table;
+#         REFS_FLAGS="--task ID --task ID" for a subset
 #   adv   the adversarial set (benchmarks/adversarial_gpu.py)
 #   fid   timing fidelity against the profiler, 14 kernels (benchmarks/timing_fidelity.py)
 #   tp    Triton throughput, cold + warm on GPU 0, + two-GPU phase when 2 GPUs are visible
@@ -42,14 +43,14 @@ for step in $STEPS; do
   case "$step" in
     refs)
       run_step refs "${REFS_S:-330}" python3 -m amdkv.cli demo --device auto --jobs "$JOBS" \
-        --out "$OUT/refs/references.jsonl"
+        --out "$OUT/refs/references.jsonl" ${REFS_FLAGS:-}
       python3 benchmarks/verdict_table.py "$OUT/refs/references.jsonl" > "$OUT/refs/table.md" 2>> "$OUT/refs/log.txt"
       tail -n 4 "$OUT/refs/table.md" >> "$SUMMARY" ;;
     adv)
       run_step adv "${ADV_S:-150}" python3 benchmarks/adversarial_gpu.py --out "$OUT/adv/adversarial.jsonl" --jobs 4
       tail -n 1 "$OUT/adv/log.txt" >> "$SUMMARY" ;;
     fid)
-      run_step fid "${FID_S:-150}" python3 benchmarks/timing_fidelity.py --out "$OUT/fid"
+      run_step fid "${FID_S:-150}" python3 benchmarks/timing_fidelity.py --out "$OUT/fid" ${FID_FLAGS:-}
       grep -E "^Goal" "$OUT/fid/fidelity.md" >> "$SUMMARY" 2>/dev/null ;;
     tp)
       run_step tp "${TP_S:-420}" python3 benchmarks/throughput.py --out "$OUT/tp" --gpus "$NGPU" ${TP_FLAGS:-}

@@ -190,7 +190,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     kernels = [k for k in KERNELS if k[2]] if args.quick else KERNELS
     if args.only:
         kernels = [k for k in KERNELS if any(s in k[0] for s in args.only.split(","))]
-    rows = []
+    rows: list[dict[str, Any]] = []
+
+    def result(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"device": name, "flush_bytes": fbytes, "torch": torch.__version__, "triton": triton.__version__,
+                "python": platform.python_version(), "truth_calls": args.truth_calls,
+                "env": {k: v for k, v in os.environ.items() if k.startswith("AMDKV_")}, "rows": rows}
+
     for kname, builder, _ in kernels:
         row: dict[str, Any] = {"kernel": kname}
         t0 = time.monotonic()
@@ -223,12 +229,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             row["traceback"] = traceback.format_exc()[-2000:]
         row["seconds"] = round(time.monotonic() - t0, 2)
         rows.append(row)
+        save(Path(args.out), result(rows))  # after every kernel: a run cut short keeps its rows
         print(f"[fidelity] {kname}: truth {fmt_us(row.get('truth_ms'))} us, auto "
               f"{fmt_us((row.get('auto') or {}).get('ms'))} us ({(row.get('auto') or {}).get('method')}) "
               f"in {row['seconds']} s", file=sys.stderr, flush=True)
-    return {"device": name, "flush_bytes": fbytes, "torch": torch.__version__, "triton": triton.__version__,
-            "python": platform.python_version(), "truth_calls": args.truth_calls,
-            "env": {k: v for k, v in os.environ.items() if k.startswith("AMDKV_")}, "rows": rows}
+    return result(rows)
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -273,11 +278,17 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     res = run(args)
+    print(save(out, res))
+    return 0
+
+
+def save(out: Path, res: dict[str, Any]) -> str:
+    """Write fidelity.json and fidelity.md to `out`; returns the markdown."""
+    out.mkdir(parents=True, exist_ok=True)
     (out / "fidelity.json").write_text(json.dumps(res, indent=1))
     md = markdown(res)
     (out / "fidelity.md").write_text(md)
-    print(md)
-    return 0
+    return md
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def time_graph(fn: Callable[[], Any], *, flush: Any, calls: int = 20, reps: int 
     return samples
 
 
-def time_profiler(fn: Callable[[], Any], *, flush: Any, reps: int = 30, warmup: int = 3,
+def time_profiler(fn: Callable[[], Any], *, flush: Any, reps: int = 100, warmup: int = 3,
                   gpu_section: Callable[[], Any] = contextlib.nullcontext) -> list[float]:
     """Per-call kernel time (ms) from torch.profiler's kernel trace, cache flushed before each call.
 
