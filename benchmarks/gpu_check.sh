@@ -47,7 +47,7 @@ for step in $STEPS; do
       python3 benchmarks/verdict_table.py "$OUT/refs/references.jsonl" > "$OUT/refs/table.md" 2>> "$OUT/refs/log.txt"
       tail -n 4 "$OUT/refs/table.md" >> "$SUMMARY" ;;
     adv)
-      run_step adv "${ADV_S:-150}" python3 benchmarks/adversarial_gpu.py --out "$OUT/adv/adversarial.jsonl" --jobs 4
+      run_step adv "${ADV_S:-150}" python3 benchmarks/adversarial_gpu.py --out "$OUT/adv/adversarial.jsonl" --jobs 4 ${ADV_FLAGS:-}
       tail -n 1 "$OUT/adv/log.txt" >> "$SUMMARY" ;;
     fid)
       run_step fid "${FID_S:-150}" python3 benchmarks/timing_fidelity.py --out "$OUT/fid" ${FID_FLAGS:-}

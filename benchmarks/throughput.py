@@ -121,7 +121,7 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         "scheduler": stats,
     }
     print(f"[throughput] {name}: {len(run)} verified in {wall:.1f} s, steady {res['steady_s_per_candidate']} s/cand, "
-          f"statuses {statuses}", file=sys.stderr, flush=True)
+          f"statuses {statuses}; median s per phase {json.dumps(phases)}", file=sys.stderr, flush=True)
     return res
 
 

@@ -38,6 +38,7 @@ import os
 import statistics
 import tempfile
 import time
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -140,13 +141,20 @@ def _profile_calls(fn: Callable[[], Any], *, flush: Any, reps: int, warmup: int)
     for _ in range(warmup):
         fn()
     _sync(torch)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with warnings.catch_warnings():
+        # torch warns that a second profiler session in a process starts empty: that is what we want
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof.__enter__()
+    try:
         for _ in range(reps):
             with record_function(FLUSH_ANNOTATION):
                 flush.zero_()
             with record_function(CALL_ANNOTATION):
                 fn()
         _sync(torch)
+    finally:
+        prof.__exit__(None, None, None)
     return prof
 
 
@@ -171,9 +179,11 @@ def prewarm_profiler(device: str) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-        torch.empty(16, device=device).zero_()
-        _sync(torch)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+            torch.empty(16, device=device).zero_()
+            _sync(torch)
 
 
 def kernel_ms_per_call(trace: dict[str, Any], call_name: str = CALL_ANNOTATION) -> list[float]:

@@ -35,6 +35,12 @@ def _prepare_device(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.empty(1, device=device)  # create the context now, not inside the timed job
+        # Triton's GPU driver object compiles and loads its C helpers (a gcc run) the first time it is
+        # used. Do it here, before the job: a candidate whose autotuner touches the driver outside a
+        # launch would otherwise start gcc itself (a sandbox violation), and the job would pay for it.
+        import triton
+
+        triton.runtime.driver.active.get_current_device()
         if os.environ.get("AMDKV_PREWARM_PROFILER", "1") != "0":
             from amdkv.verify.timing import prewarm_profiler
 
