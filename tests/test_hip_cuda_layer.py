@@ -56,12 +56,15 @@ def test_compat_layer_compiles_solution_with_nvcc(path: Path) -> None:
 
 @pytest.mark.slow
 def test_full_torch_unit_compiles_with_nvcc() -> None:
-    """One full unit (torch headers + binding + launches rerouted to torch's stream); ~1-2 min."""
+    """One full unit (torch headers + binding + launches rerouted to torch's stream): the full scheme,
+    which the split scheme falls back to (tests/test_hip_build_split.py); ~1-2 min. Compile only:
+    no GPU runtime to link against here."""
     from amdkv.verify.backends.hip import capture_hip_sources
 
     tc = _nvcc()
     cap = capture_hip_sources(REPO / "amdkv/tasks/builtin/solutions/hip/l1_relu.py")
-    res = hip_build.compile_only(cap["captures"][0], tc, extra_includes=(str(CI_INCLUDE),))
+    res = hip_build.compile_only(cap["captures"][0], tc, extra_includes=(str(CI_INCLUDE),), scheme="full")
+    assert [u for u, _ in res] == ["main.cu"]
     assert all(e is None for _, e in res), res
 
 
