@@ -119,13 +119,14 @@ def _fmt(x, spec: str) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| kind | task | candidate | expected | status | reason | speedup vs eager | timing method | build s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| kind | task | candidate | expected | status | reason | speedup vs eager | timing method | build s | "
+             "build scheme |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["kind"], r["task_id"], r["candidate"])):
         methods = sorted({c.get("timing_method") for c in r.get("cases", []) if c.get("timing_method")})
         lines.append(f"| {r['kind']} | {r['task_id']} | {r['candidate']} | {r['expected_status']} | "
                      f"{r.get('status')} | {r.get('reason') or ''} | {_fmt(r.get('speedup'), '.2f')} | "
-                     f"{', '.join(methods) or '—'} | {_fmt((r.get('timings') or {}).get('hip_build_s'), '.1f')} |")
+                     f"{', '.join(methods) or '—'} | {_fmt((r.get('timings') or {}).get('hip_build_s'), '.1f')} | "
+                     f"{','.join(str(x) for x in ((r.get('env') or {}).get('hip_build') or {}).get('scheme', [])) or '—'} |")
     agree = sum(r.get("status") == r["expected_status"] for r in rows)
     lines.append(f"\n{agree}/{len(rows)} statuses as expected (platform cuda; never AMD numbers).")
     return "\n".join(lines)

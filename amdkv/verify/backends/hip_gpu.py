@@ -97,7 +97,9 @@ def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path) -> None
     v.timings["hip_build_s"] = round(time.monotonic() - t0, 3)
     v.env["hip_build"] = {"platform": platform, "compiler": tc.version, "arch": tc.arch,
                           "compat_headers": compat_headers_hash() if platform == "cuda" else None,
-                          "cached": [b.cached for b in builds]}
+                          "cached": [b.cached for b in builds],
+                          "scheme": [getattr(b, "scheme", None) for b in builds],
+                          "fallback_reason": [getattr(b, "fallback_reason", None) for b in builds]}
     failed = [b for b in builds if not b.ok]
     if failed:
         if any(b.timed_out for b in failed):
