@@ -105,6 +105,14 @@ def test_scalar_loss_tolerance() -> None:
     e = ((a - b) ** 2).mean()
     assert compare_case([e.clone()], [e], [g], [a, b], "scalar", {}).ok
     assert not compare_case([e * 1.001], [e], [g], [a, b], "scalar", {}).ok
+    # the H200 case: eager exact by chance (error 0), a correct kernel 8.7 ulps off -> ok;
+    # 100 ulps off -> not ok
+    g32 = torch.tensor(14.7844, dtype=torch.float64)
+    exact = g32.float()
+    ulp = float(torch.finfo(torch.float32).eps) * 14.7844
+    assert compare_case([exact + 8.7 * ulp], [exact], [g32], [], "scalar", {}).ok
+    assert not compare_case([exact + 8.7 * ulp], [exact], [g32], [], "default", {}).ok
+    assert not compare_case([exact + 100 * ulp], [exact], [g32], [], "scalar", {}).ok
 
 
 def test_quantised_codes_may_miss_a_tie_but_not_round_wrongly() -> None:
@@ -121,3 +129,53 @@ def test_quantised_codes_may_miss_a_tie_but_not_round_wrongly() -> None:
     two_steps = ref.clone()
     two_steps[0, 0] += 2
     assert not compare_case([two_steps], [ref], None, [], "default", tol).ok
+
+
+def test_float32_work_path_still_catches_one_bad_element() -> None:
+    """Performance-case goldens are float32: the comparison runs in float32 and must still find a
+    single wrong element among millions, and report it at its position."""
+    from amdkv.verify.compare import DEFAULT_TOLERANCE, compare_float
+
+    g = torch.randn(1 << 20)
+    e = g.clone()
+    c = g.clone()
+    c[123_457] += 1e-3
+    res = compare_float(c.view(1024, 1024), e.view(1024, 1024), g.view(1024, 1024), DEFAULT_TOLERANCE)
+    assert not res.ok and "1/1048576" in res.message
+    assert compare_float(g.clone(), e, g, DEFAULT_TOLERANCE).ok
+
+
+def test_reference_stats_cache_is_per_tensor_pair() -> None:
+    """The eager-error/rms cache must never hand one pair's numbers to another pair."""
+    from amdkv.verify.compare import DEFAULT_TOLERANCE, compare_float
+
+    g = torch.randn(4096, dtype=torch.float64)
+    loose_eager = g + 1e-3  # big eager error -> big allowance
+    tight_eager = g.clone()
+    cand = g + 5e-4
+    assert compare_float(cand, loose_eager, g, DEFAULT_TOLERANCE).ok
+    assert not compare_float(cand, tight_eager, g, DEFAULT_TOLERANCE).ok
+    assert compare_float(cand, loose_eager, g, DEFAULT_TOLERANCE).ok
+
+
+def test_wrong_shape_is_refused_even_with_equal_numel() -> None:
+    from amdkv.verify.compare import DEFAULT_TOLERANCE, compare_float
+
+    g = torch.randn(8, 4)
+    res = compare_float(g.t().contiguous(), g, g, DEFAULT_TOLERANCE)
+    assert not res.ok and res.reason == "wrong_shape"
+
+
+def test_same_bits_shortcut() -> None:
+    from amdkv.verify.verifier import _same_bits
+
+    a = [torch.tensor([1.0, float("nan")]), 3]
+    assert _same_bits(a, [a[0].clone(), 3])  # NaN bits equal: bitwise, not numerically
+    assert not _same_bits(a, [torch.tensor([1.0, 2.0]), 3])
+    assert not _same_bits(a, [a[0].clone(), 4])
+    assert not _same_bits(a, [a[0].double(), 3])
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert not _same_bits(a, [a[0].clone().as_subclass(Sub), 3])

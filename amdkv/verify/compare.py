@@ -12,17 +12,20 @@ summation order, fp16/bf16 get honest slack through eps and the eager error, and
 constant output cannot pass on a tiny-valued task (the allowance scales with the output, not 1e-5).
 Non-finite values are allowed only where the eager reference has the same non-finite value.
 Integer and bool outputs must match exactly. Tasks may name a comparator for outputs that are
-not unique (argmax/top-k ties, sort stability, loss scalars).
+not unique (argmax/top-k ties, sort stability, loss scalars: at least SCALAR_ULPS ulps).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import threading
 from typing import Any
 
 import torch
 
 DEFAULT_TOLERANCE = {"multiple": 8.0, "floor": 4.0, "rtol_ulps": 4.0}
+SCALAR_ULPS = 32.0  # the `scalar` comparator's per-value allowance, in ulps of the golden
 
 
 @dataclasses.dataclass
@@ -74,30 +77,73 @@ def _nonfinite_match(c: torch.Tensor, r: torch.Tensor) -> tuple[bool, int]:
     return not bool(bad.any()), int(bad.sum())
 
 
-def compare_float(cand: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
-                  tol: dict[str, float]) -> CompareResult:
-    c = cand.to(torch.float64)
-    r = eager.to(torch.float64)
-    g = golden.to(torch.float64)
-    ok_nf, n_bad = _nonfinite_match(c, r)
-    if not ok_nf:
-        return CompareResult.fail("nan_mismatch", f"{n_bad} element(s) are NaN/Inf where the reference "
-                                  "is not, or the other way round")
-    finite = torch.isfinite(r) & torch.isfinite(g)
-    if not bool(finite.any()):
-        return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0, ref_err=0.0)
-    c, r, g = c[finite], r[finite], g[finite]
-    eps = _eps(cand.dtype)
+def _work_dtype(*ts: torch.Tensor) -> torch.dtype:
+    """float64 when any operand is float64 (correctness goldens), else float32.
+
+    Why float32 is enough for the others: performance-case goldens are stored in float32, and a
+    difference of two float32 values computed in float32 is off by at most half an ulp of the
+    difference, far below the allowance it is compared with; it halves the memory traffic of a
+    comparison that runs three times per case on outputs of up to hundreds of MB."""
+    return torch.float64 if any(t.dtype in (torch.float64, torch.complex128) for t in ts) else torch.float32
+
+
+_STATS_LOCK = threading.Lock()
+_STATS: "collections.OrderedDict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, float, float]]" = \
+    collections.OrderedDict()
+
+
+def _reference_stats(r: torch.Tensor, g: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor) -> tuple[float, float]:
+    """(eager's max error against the golden, rms of the golden), computed once per eager/golden
+    pair: the verifier compares several calls (trials, re-check, after timing) against the same
+    expected outputs. Keyed by the identity of the caller's tensors, which the cache holds, so an
+    id cannot be reused while its entry lives."""
+    key = (id(eager), id(golden))
+    with _STATS_LOCK:
+        hit = _STATS.get(key)
+        if hit is not None and hit[0] is eager and hit[1] is golden:
+            _STATS.move_to_end(key)
+            return hit[2], hit[3]
     ref_err = float((r - g).abs().max())
     rms = float(g.pow(2).mean().sqrt())
-    err = (c - g).abs()
-    allowed = tol["multiple"] * ref_err + tol["floor"] * eps * rms + tol["rtol_ulps"] * eps * g.abs()
-    worst = int(torch.argmax(err - allowed))
+    with _STATS_LOCK:
+        _STATS[key] = (eager, golden, ref_err, rms)
+        while len(_STATS) > 16:
+            _STATS.popitem(last=False)
+    return ref_err, rms
+
+
+def compare_float(cand: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
+                  tol: dict[str, float]) -> CompareResult:
+    if tuple(cand.shape) != tuple(golden.shape):
+        return CompareResult.fail("wrong_shape", f"shape {tuple(cand.shape)}, expected {tuple(golden.shape)}")
+    work = _work_dtype(cand, eager, golden)
+    c = cand.to(work).reshape(-1)
+    r = eager.to(work).reshape(-1)
+    g = golden.to(work).reshape(-1)
+    all_finite = bool(torch.isfinite(c).all()) and bool(torch.isfinite(r).all()) and bool(torch.isfinite(g).all())
+    if not all_finite:
+        ok_nf, n_bad = _nonfinite_match(c, r)
+        if not ok_nf:
+            return CompareResult.fail("nan_mismatch", f"{n_bad} element(s) are NaN/Inf where the reference "
+                                      "is not, or the other way round")
+        finite = torch.isfinite(r) & torch.isfinite(g)
+        if not bool(finite.any()):
+            return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0, ref_err=0.0)
+        c, r, g = c[finite], r[finite], g[finite]
+        ref_err = float((r - g).abs().max())
+        rms = float(g.pow(2).mean().sqrt())
+    else:
+        ref_err, rms = _reference_stats(r, g, eager, golden)
+    eps = _eps(cand.dtype)
+    err = (c - g).abs_()
+    allowed = g.abs().mul_(tol["rtol_ulps"] * eps).add_(tol["multiple"] * ref_err + tol["floor"] * eps * rms)
+    excess = err - allowed
+    worst = int(torch.argmax(excess))
     max_abs = float(err.max())
-    max_rel = float((err / g.abs().clamp_min(rms * 1e-3 + 1e-300)).max())
+    max_rel = float((err / g.abs().clamp_min(max(rms * 1e-3, torch.finfo(work).tiny))).max())
     res = dict(max_abs_err=max_abs, max_rel_err=max_rel, allowed_abs_err=float(allowed.max()), ref_err=ref_err)
-    if bool((err > allowed).any()):
-        n_bad = int((err > allowed).sum())
+    if float(excess[worst]) > 0:
+        n_bad = int((excess > 0).sum())
         return CompareResult.fail(
             "value_mismatch",
             f"{n_bad}/{err.numel()} elements outside tolerance; worst: got {float(c[worst]):.6g}, "
@@ -189,7 +235,10 @@ def _compare_leaf(i: int, c: torch.Tensor, e: torch.Tensor, g: torch.Tensor | No
             return compare_int_steps(c, e, tol["int_steps"], tol.get("int_steps_fraction", 0.001))
         return compare_exact(c, e)
     if comparator == "scalar":
-        tol = {**tol, "multiple": max(tol["multiple"], 16.0)}
+        # A loss scalar sums thousands of terms: another summation order moves it by a few tens of
+        # ulps, and eager's own error on a single value can be 0 by chance (then 16x of it is no
+        # slack at all). Measured on an H200: a correct HIP cross-entropy was 8.7 ulps off.
+        tol = {**tol, "multiple": max(tol["multiple"], 16.0), "rtol_ulps": max(tol["rtol_ulps"], SCALAR_ULPS)}
     golden = g if g is not None else e
     return compare_float(c, e, golden, tol)
 

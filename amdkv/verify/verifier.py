@@ -441,6 +441,8 @@ class Verifier:
         if outs.get("post_timing") is not None:  # results re-checked after the timed loop
             calls.append((0, outs["post_timing"]))
         for n, (t, cand) in enumerate(calls):
+            if n >= len(outs["trials"]) and _same_bits(cand, outs["trials"][t]):
+                continue  # bit for bit what passed trial t (the usual case): same verdict, no second compare
             res = compare_case(cand, expected["eager"][t], golden[t] if golden else None, inputs["trials"][t],
                                task.comparator, task.tolerance, comp_args)
             if not res.ok:
@@ -536,3 +538,25 @@ def verify_files(task_path: str, candidate_path: str, device: str = "auto", **kw
     """One-shot convenience: verify one candidate file against one task file."""
     with Verifier(device, spares=0, **kw) as verifier:
         return verifier.verify(task_path, candidate_path)
+
+
+def _same_bits(a: Any, b: Any) -> bool:
+    """True when two lists of output leaves are plain tensors (or equal non-tensors) with equal
+    shapes, dtypes and bytes. A re-check output identical to an already-judged one needs no second
+    tolerance comparison, which costs seconds on outputs of hundreds of MB."""
+    import torch
+
+    if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)) or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+            if type(x) is not torch.Tensor or type(y) is not torch.Tensor:
+                return False
+            if x.dtype != y.dtype or x.shape != y.shape or x.device != y.device:
+                return False
+            if not torch.equal(x.reshape(-1).view(torch.uint8) if x.numel() else x,
+                               y.reshape(-1).view(torch.uint8) if y.numel() else y):
+                return False
+        elif x != y:
+            return False
+    return True
