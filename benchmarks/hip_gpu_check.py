@@ -44,9 +44,17 @@ def jobs_list() -> list[dict]:
     items = [{"kind": "reference", "task": p.stem, "candidate": str(p), "expected_status": "ok"}
              for p in sorted(SOL_DIR.glob("*.py"))]
     manifest = json.loads((BROKEN / "manifest.json").read_text())
-    items += [{"kind": "broken", "task": e["task"], "candidate": str(BROKEN / e["candidate"]),
+    broken = [{"kind": "broken", "task": e["task"], "candidate": str(BROKEN / e["candidate"]),
                "expected_status": e["status_cuda"]} for e in manifest]
-    return items
+    # Interleaved (a broken candidate after every two or three references), so that a run cut by
+    # its wall budget still covers both kinds: on the H200 in session 2 the broken set came last
+    # and none of it started.
+    out: list[dict] = []
+    step = max(1, len(items) // max(1, len(broken)))
+    for i, b in enumerate(broken):
+        out += items[i * step:(i + 1) * step] + [b]
+    out += items[len(broken) * step:]
+    return out
 
 
 def verify_one(verifier, item: dict) -> dict:
