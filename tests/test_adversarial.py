@@ -70,9 +70,12 @@ def test_manifest_is_well_formed():
     assert len(names) == len(set(names))
     on_disk = {p.name for p in DATA.glob("*.py")}
     assert set(names) == on_disk, "every candidate file has exactly one manifest entry"
+    gpu_keys = {"status_gpu", "reason_gpu", "why_gpu"}
     for e in MANIFEST:
-        assert set(e) == {"candidate", "task", "status", "reason", "why"}
-        assert e["status"] in STATUSES
+        assert {"candidate", "task", "status", "reason", "why"} <= set(e)
+        # a documented platform difference names all three GPU fields, or none
+        assert set(e) - {"candidate", "task", "status", "reason", "why"} in (set(), gpu_keys), e
+        assert e["status"] in STATUSES and e.get("status_gpu", "ok") in STATUSES
         task_path(e["task"])
     wrong = [e for e in MANIFEST if e["status"] != "ok"]
     right = [e for e in MANIFEST if e["status"] == "ok"]
