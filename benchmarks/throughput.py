@@ -14,6 +14,9 @@ Every candidate process compiles its own kernels (per-process TRITON_CACHE_DIR, 
 "warm" means warm references, not warm kernels.
 
 Steady state = completions after the first 20% (ramp-up: spares starting, first references).
+`--phases prime,warm,warm_2gpu` skips the cold phase: `prime` verifies one candidate per task
+(not counted) so that the warm phases find their references cached; it is the shortest run that
+measures the two-GPU scaling.
 
     python benchmarks/throughput.py --out tp_out                       # 1 GPU, 60 candidates/phase
     python benchmarks/throughput.py --out tp_out --gpus 2              # + the two-GPU phase
@@ -166,7 +169,12 @@ def main() -> int:
     ap.add_argument("--phase-budget-s", type=float, default=110.0, help="stop starting candidates after this")
     ap.add_argument("--compile-baseline", action="store_true",
                     help="also time torch.compile baselines (slow when cold: off by default to fit in 5 min)")
-    ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--skip-cold", action="store_true", help="same as leaving `cold` out of --phases")
+    ap.add_argument("--phases", default=None,
+                    help="comma-separated, in order, from: cold, prime, warm, warm_2gpu. `prime` verifies one "
+                         "candidate per task (untimed for throughput) so that the warm phases find their "
+                         "references cached without a full cold phase. Default: cold,warm (+warm_2gpu with "
+                         "--gpus 2)")
     args = ap.parse_args()
 
     import torch
@@ -188,21 +196,36 @@ def main() -> int:
                            "tasks": len({t.id for t, _ in pairs}), "candidates": args.candidates,
                            "compile_baseline": args.compile_baseline, "phases": []}
     common = dict(jobs=args.jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline)
+    phases = args.phases.split(",") if args.phases else ["cold", "warm"] + (["warm_2gpu"] if args.gpus >= 2 else [])
+    if args.skip_cold and "cold" in phases:
+        phases.remove("cold")
+    unknown = [p for p in phases if p not in ("cold", "prime", "warm", "warm_2gpu")]
+    if unknown:
+        print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu", file=sys.stderr)
+        return 2
     try:
-        if not args.skip_cold:
-            res["phases"].append(run_phase("cold", pairs, gpus=[0], **common))
-        res["phases"].append(run_phase("warm", pairs, gpus=[0], **common))
-        if args.gpus >= 2:
-            if n_visible < 2:
-                res["two_gpu_error"] = f"--gpus 2 asked for, {n_visible} GPU visible"
-            else:
+        for phase in phases:
+            if phase == "prime":
+                firsts = list({t.id: (t, c) for t, c in reversed(pairs)}.values())
+                res["prime"] = run_phase("prime", firsts, gpus=list(range(min(2, n_visible))), jobs=args.jobs,
+                                         budget_s=10 * args.phase_budget_s, compile_baseline=args.compile_baseline)
+            elif phase == "warm_2gpu":
+                if n_visible < 2:
+                    res["two_gpu_error"] = f"warm_2gpu asked for, {n_visible} GPU visible"
+                    continue
                 # twice the candidates so each GPU gets as many as the one-GPU phase had
-                (work / "second").mkdir()
+                (work / "second").mkdir(exist_ok=True)
                 pairs2 = pairs + make_candidates(args.candidates, args.tasks, work / "second")
                 res["phases"].append(run_phase("warm_2gpu", pairs2, gpus=[0, 1], **common))
-                w1 = res["phases"][-2].get("steady_per_minute")
+                one = next((p for p in res["phases"] if p["phase"] == "warm"), None)
+                w1 = one.get("steady_per_minute") if one else None
                 w2 = res["phases"][-1].get("steady_per_minute")
                 res["scaling"] = (w2 / w1) if w1 and w2 else None
+            else:
+                res["phases"].append(run_phase(phase, pairs, gpus=[0], **common))
+            # after every phase: a run cut short keeps the phases it finished
+            (out / "throughput.json").write_text(json.dumps(res, indent=1, default=str))
+            (out / "throughput.md").write_text(markdown(res))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     (out / "throughput.json").write_text(json.dumps(res, indent=1, default=str))
