@@ -153,9 +153,11 @@ def test_reference_stats_cache_is_per_tensor_pair() -> None:
     loose_eager = g + 1e-3  # big eager error -> big allowance
     tight_eager = g.clone()
     cand = g + 5e-4
-    assert compare_float(cand, loose_eager, g, DEFAULT_TOLERANCE).ok
-    assert not compare_float(cand, tight_eager, g, DEFAULT_TOLERANCE).ok
-    assert compare_float(cand, loose_eager, g, DEFAULT_TOLERANCE).ok
+    memo: dict = {}
+    assert compare_float(cand, loose_eager, g, DEFAULT_TOLERANCE, memo).ok
+    assert not compare_float(cand, tight_eager, g, DEFAULT_TOLERANCE, memo).ok
+    assert compare_float(cand, loose_eager, g, DEFAULT_TOLERANCE, memo).ok
+    assert len(memo) == 2  # one entry per expected-output pair
 
 
 def test_wrong_shape_is_refused_even_with_equal_numel() -> None:

@@ -17,9 +17,7 @@ not unique (argmax/top-k ties, sort stability, loss scalars: at least SCALAR_ULP
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import threading
 from typing import Any
 
 import torch
@@ -87,33 +85,25 @@ def _work_dtype(*ts: torch.Tensor) -> torch.dtype:
     return torch.float64 if any(t.dtype in (torch.float64, torch.complex128) for t in ts) else torch.float32
 
 
-_STATS_LOCK = threading.Lock()
-_STATS: "collections.OrderedDict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, float, float]]" = \
-    collections.OrderedDict()
-
-
-def _reference_stats(r: torch.Tensor, g: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor) -> tuple[float, float]:
-    """(eager's max error against the golden, rms of the golden), computed once per eager/golden
-    pair: the verifier compares several calls (trials, re-check, after timing) against the same
-    expected outputs. Keyed by the identity of the caller's tensors, which the cache holds, so an
-    id cannot be reused while its entry lives."""
+def _reference_stats(r: torch.Tensor, g: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
+                     memo: dict[Any, Any] | None) -> tuple[float, float]:
+    """(eager's max error against the golden, rms of the golden). With a `memo` (one per judged
+    case, from the verifier) they are computed once per eager/golden pair: several calls (trials,
+    re-check, after timing) are compared against the same expected outputs. The memo holds the
+    tensors it is keyed by (their ids), so an id cannot be reused while the memo lives."""
     key = (id(eager), id(golden))
-    with _STATS_LOCK:
-        hit = _STATS.get(key)
-        if hit is not None and hit[0] is eager and hit[1] is golden:
-            _STATS.move_to_end(key)
-            return hit[2], hit[3]
+    hit = memo.get(key) if memo is not None else None
+    if hit is not None and hit[0] is eager and hit[1] is golden:
+        return hit[2], hit[3]
     ref_err = float((r - g).abs().max())
     rms = float(g.pow(2).mean().sqrt())
-    with _STATS_LOCK:
-        _STATS[key] = (eager, golden, ref_err, rms)
-        while len(_STATS) > 16:
-            _STATS.popitem(last=False)
+    if memo is not None:
+        memo[key] = (eager, golden, ref_err, rms)
     return ref_err, rms
 
 
 def compare_float(cand: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
-                  tol: dict[str, float]) -> CompareResult:
+                  tol: dict[str, float], memo: dict[Any, Any] | None = None) -> CompareResult:
     if tuple(cand.shape) != tuple(golden.shape):
         return CompareResult.fail("wrong_shape", f"shape {tuple(cand.shape)}, expected {tuple(golden.shape)}")
     work = _work_dtype(cand, eager, golden)
@@ -133,7 +123,7 @@ def compare_float(cand: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
         ref_err = float((r - g).abs().max())
         rms = float(g.pow(2).mean().sqrt())
     else:
-        ref_err, rms = _reference_stats(r, g, eager, golden)
+        ref_err, rms = _reference_stats(r, g, eager, golden, memo)
     eps = _eps(cand.dtype)
     err = (c - g).abs_()
     allowed = g.abs().mul_(tol["rtol_ulps"] * eps).add_(tol["multiple"] * ref_err + tol["floor"] * eps * rms)
@@ -190,8 +180,9 @@ def _check_indices_select(values_ok: torch.Tensor, what: str) -> CompareResult:
 
 def compare_case(cand_out: list[Any], eager_out: list[Any], golden_out: list[Any] | None,
                  inputs: list[Any], comparator: str, tolerance: dict[str, float],
-                 comparator_args: dict[str, Any] | None = None) -> CompareResult:
-    """Compare one call's outputs. `*_out` are flattened leaves (see flatten_outputs)."""
+                 comparator_args: dict[str, Any] | None = None, memo: dict[Any, Any] | None = None) -> CompareResult:
+    """Compare one call's outputs. `*_out` are flattened leaves (see flatten_outputs). `memo`: an
+    empty dict shared by the comparisons of one case (see _reference_stats)."""
     tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
     args = comparator_args or {}
     if len(cand_out) != len(eager_out):
@@ -216,7 +207,7 @@ def compare_case(cand_out: list[Any], eager_out: list[Any], golden_out: list[Any
             return CompareResult.fail("wrong_dtype", f"output {i} has dtype {c.dtype}, expected {e.dtype}")
         g = golden_out[i] if golden_out is not None else None
         g = _as_tensor(g) if g is not None else None
-        res = _compare_leaf(i, c, e, g, inputs, comparator, tol, args, cand_out, eager_out)
+        res = _compare_leaf(i, c, e, g, inputs, comparator, tol, args, cand_out, eager_out, memo)
         if not res.ok:
             res.message = f"output {i}: {res.message}"
             return res
@@ -227,7 +218,7 @@ def compare_case(cand_out: list[Any], eager_out: list[Any], golden_out: list[Any
 
 def _compare_leaf(i: int, c: torch.Tensor, e: torch.Tensor, g: torch.Tensor | None, inputs: list[Any],
                   comparator: str, tol: dict[str, float], args: dict[str, Any],
-                  cand_all: list[Any], eager_all: list[Any]) -> CompareResult:
+                  cand_all: list[Any], eager_all: list[Any], memo: dict[Any, Any] | None = None) -> CompareResult:
     if comparator == "exact" or not (e.is_floating_point() or e.is_complex()):
         if comparator in ("argmax", "topk", "sort") and not e.is_floating_point():
             return _compare_indices(i, c, e, inputs, comparator, args, cand_all, eager_all)
@@ -240,7 +231,7 @@ def _compare_leaf(i: int, c: torch.Tensor, e: torch.Tensor, g: torch.Tensor | No
         # slack at all). Measured on an H200: a correct HIP cross-entropy was 8.7 ulps off.
         tol = {**tol, "multiple": max(tol["multiple"], 16.0), "rtol_ulps": max(tol["rtol_ulps"], SCALAR_ULPS)}
     golden = g if g is not None else e
-    return compare_float(c, e, golden, tol)
+    return compare_float(c, e, golden, tol, memo)
 
 
 def _compare_indices(i: int, c: torch.Tensor, e: torch.Tensor, inputs: list[Any], comparator: str,

@@ -440,11 +440,12 @@ class Verifier:
         n_checked = len(calls)
         if outs.get("post_timing") is not None:  # results re-checked after the timed loop
             calls.append((0, outs["post_timing"]))
+        memo: dict[Any, Any] = {}  # eager error / rms per expected output, for this case's comparisons
         for n, (t, cand) in enumerate(calls):
             if n >= len(outs["trials"]) and _same_bits(cand, outs["trials"][t]):
                 continue  # bit for bit what passed trial t (the usual case): same verdict, no second compare
             res = compare_case(cand, expected["eager"][t], golden[t] if golden else None, inputs["trials"][t],
-                               task.comparator, task.tolerance, comp_args)
+                               task.comparator, task.tolerance, comp_args, memo=memo)
             if not res.ok:
                 where = f"trial {t} (seed {inputs['seeds'][t]})" if n < len(outs["trials"]) else \
                     "re-check call (same inputs as trial 0, after other calls)" if n < n_checked else \
