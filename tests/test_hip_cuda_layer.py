@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from amdkv.verify import static_checks
-from amdkv.verify.backends import hip_build, hip_semantics
+from amdkv.verify.backends import hip_build, hip_semantics, hip_toolchain, hip_units
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((REPO / "amdkv" / "tasks" / "builtin" / "solutions" / "hip").glob("*.py"))
@@ -19,10 +19,10 @@ BROKEN = REPO / "tests" / "data" / "hip_broken"
 CI_INCLUDE = REPO / "tests" / "data" / "hip_ci_include"
 
 
-def _nvcc() -> hip_build.BuildToolchain:
+def _nvcc() -> hip_toolchain.BuildToolchain:
     if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()):
         pytest.skip("nvcc not installed: the HIP-on-CUDA compile test needs the CUDA toolkit")
-    return hip_build.nvcc_toolchain("sm_90")
+    return hip_toolchain.nvcc_toolchain("sm_90")
 
 
 def test_at_least_30_solutions_both_styles() -> None:
@@ -69,7 +69,7 @@ def test_full_torch_unit_compiles_with_nvcc() -> None:
 
 
 def test_launch_rerouting() -> None:
-    f = hip_build.route_launches_to_current_stream
+    f = hip_units.route_launches_to_current_stream
     assert f("k<<<g, b>>>(x);") == "k<<<g, b,0,amdkv_hip_stream(0)>>>(x);"
     assert f("k<<<g, b, 128>>>(x);").endswith(",amdkv_hip_stream(0)>>>(x);")
     assert "amdkv_hip_stream(s)" in f("k<<<dim3(a, b), 64, 0, s>>>(x);")
@@ -78,20 +78,20 @@ def test_launch_rerouting() -> None:
 def test_units_kernelbench_style_get_binding() -> None:
     cap = {"api": "load_inline", "name": "e", "cpp_sources": ["__global__ void k(){}\ntorch::Tensor f(torch::Tensor x);"],
            "cuda_sources": [], "functions": ["f"], "extra_cflags": ["-O3", "-DX=1"]}
-    units = hip_build.extension_units(cap, "cuda")
+    units = hip_units.extension_units(cap, "cuda")
     assert [u.name for u in units] == ["main.cu"]
     assert "torch::wrap_pybind_function(f)" in units[0].text and units[0].flags == ["-DX=1"]
-    assert hip_build.module_name_for(units, "ab" * 32).startswith("amdkv_hip_")
+    assert hip_units.module_name_for(units, "ab" * 32).startswith("amdkv_hip_")
 
 
 def test_command_lines_cuda_and_rocm() -> None:
-    cuda = hip_build.BuildToolchain("cuda", "/cuda/bin/nvcc", "release 13.0", "sm_90", "/cuda")
+    cuda = hip_toolchain.BuildToolchain("cuda", "/cuda/bin/nvcc", "release 13.0", "sm_90", "/cuda")
     cmd = cuda.compile_cmd("a.cu", "a.o", "m", ["--use_fast_math"])
-    assert "-gencode=arch=compute_90,code=sm_90" in cmd and f"-I{hip_build.COMPAT_INCLUDE}" in cmd
+    assert "-gencode=arch=compute_90,code=sm_90" in cmd and f"-I{hip_toolchain.COMPAT_INCLUDE}" in cmd
     assert "-DTORCH_EXTENSION_NAME=m" in cmd and "-DAMDKV_HIP_TORCH_STREAM=1" in cmd
     assert "-lcudart" in cuda.link_cmd(["a.o"], "m.so")
-    rocm = hip_build.BuildToolchain("rocm", "/opt/rocm/bin/hipcc", "HIP version 6.4", "gfx942:sramecc+:xnack-",
-                                    "/opt/rocm")
+    rocm = hip_toolchain.BuildToolchain("rocm", "/opt/rocm/bin/hipcc", "HIP version 6.4", "gfx942:sramecc+:xnack-",
+                                        "/opt/rocm")
     rcmd = rocm.compile_cmd("a.hip", "a.o", "m", [])
     assert "--offload-arch=gfx942:sramecc+:xnack-" in rcmd and "-x" in rcmd and "hip" in rcmd
     assert not any("hip_compat" in c for c in rcmd)  # real HIP headers on ROCm

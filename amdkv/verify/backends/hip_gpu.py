@@ -25,7 +25,7 @@ _TOOLCHAINS: dict[str, Any] = {}
 
 
 def _toolchain(platform: str) -> Any:
-    from amdkv.verify.backends.hip_build import toolchain_for_platform
+    from amdkv.verify.backends.hip_toolchain import toolchain_for_platform
 
     if platform not in _TOOLCHAINS:
         _TOOLCHAINS[platform] = toolchain_for_platform(platform)
@@ -60,7 +60,8 @@ def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path) -> None
     """Fill verdict `v` for HIP candidate `cand_path` on the verifier's GPU platform."""
     from amdkv.verify.backends import hip as hip_backend
     from amdkv.verify.backends import hip_semantics
-    from amdkv.verify.backends.hip_build import build_captures, compat_headers_hash
+    from amdkv.verify.backends.hip_build import build_captures
+    from amdkv.verify.backends.hip_toolchain import compat_headers_hash
 
     platform = verifier.platform.name
     source = cand_path.read_text()
