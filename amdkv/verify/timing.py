@@ -31,7 +31,6 @@ Environment knobs (read in the worker; the parent's environment is inherited):
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
@@ -41,6 +40,8 @@ import time
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
+
+from amdkv.verify.file_lock import exclusive_file_lock
 
 SMALL_KERNEL_MS = 0.1
 METHODS = ("auto", "events", "graph", "profiler")
@@ -246,12 +247,8 @@ def exclusive_gpu() -> Iterator[None]:
     if not path:
         yield
         return
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with exclusive_file_lock(path):
+        yield
 
 
 # ------------------------------------------------------------------------------------ measure

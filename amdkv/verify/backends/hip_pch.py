@@ -9,35 +9,23 @@ binding unit's build. It has its own cache entry and a file lock, so that concur
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from amdkv.verify.backends.hip_toolchain import (BuildToolchain, build_cache_dir, compat_headers_hash, host_compiler,
                                                  torch_paths)
 from amdkv.verify.backends.hip_units import HOST_PRELUDE
+from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.sandbox import run_process
 
 # Version of every cache key, the PCH's and the builds' (hip_build.build_key): bump it to orphan old entries.
 BUILD_VERSION = 2  # 2: split scheme (unit kinds, host compiler in the key)
 PCH_HEADER = "amdkv_host_prelude.h"
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive flock on `path`: concurrent builders (threads or processes) wait for the one that
-    builds the precompiled header instead of building it too."""
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _pch_key(tc: BuildToolchain, flags: list[str]) -> str:
@@ -64,7 +52,7 @@ def host_pch(tc: BuildToolchain, extra_flags: Iterable[str] = (), *, cache_dir: 
     if ready() or (final / "failed.txt").is_file():
         return ready()
     parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(parent / f"{key}.lock"):
+    with exclusive_file_lock(parent / f"{key}.lock"):
         if ready() or (final / "failed.txt").is_file():
             return ready()
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=parent))
