@@ -139,6 +139,7 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
     """Verify every bundled reference solution on the best local device and print a table."""
     from tqdm import tqdm
 
+    from amdkv.reports.jsonl import JsonlAppender
     from amdkv.tasks.builtin import solution_path
     from amdkv.tasks.suites import load_suite
     from amdkv.verify.batch import verify_many
@@ -161,7 +162,7 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
                    disable=as_json, file=sys.stderr)
         counts = {"ok": 0}
         # each verdict is written as it arrives: a run cut short keeps what it finished
-        out_fh = open(out_file, "w") if out_file else None
+        out = JsonlAppender(out_file, fresh=True, allow_nan=True).open() if out_file else None
         lock = threading.Lock()  # results arrive from the verification threads
 
         def tick(task: Any, cand: str, verdict: Any) -> None:
@@ -169,16 +170,15 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
                 counts[verdict.status] = counts.get(verdict.status, 0) + 1
                 bar.set_postfix(counts)
                 bar.update(1)
-                if out_fh is not None:
-                    out_fh.write(verdict.to_json() + "\n")
-                    out_fh.flush()
+            if out is not None:
+                out.append(verdict.to_dict())
 
         try:
             verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
         finally:
             bar.close()
-            if out_fh is not None:
-                out_fh.close()
+            if out is not None:
+                out.close()
     if as_json:
         click.echo(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:

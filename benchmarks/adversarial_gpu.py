@@ -18,16 +18,19 @@ import json
 import threading
 from pathlib import Path
 
-from amdkv.tasks.builtin import BUILTIN_ROOT
+from amdkv.reports.jsonl import JsonlAppender
+from amdkv.tasks.builtin import task_path as builtin_task_path
 from amdkv.verify import Verifier
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "data" / "adversarial"
 
 
 def task_path(task_id: str) -> Path:
-    for p in list(BUILTIN_ROOT.glob(f"*/{task_id}.py")) + list((ROOT / "tasks").glob(f"{task_id}.py")):
-        return p
-    raise SystemExit(f"unknown task {task_id}")
+    """A bundled task, or one of the small test tasks of the adversarial set."""
+    path = builtin_task_path(task_id) or next((ROOT / "tasks").glob(f"{task_id}.py"), None)
+    if path is None:
+        raise SystemExit(f"unknown task {task_id}")
+    return path
 
 
 def main() -> int:
@@ -44,7 +47,7 @@ def main() -> int:
     lock = threading.Lock()
     agree = 0
     with Verifier(args.device, spares=args.jobs, timeout=args.timeout, compile_baseline=False) as verifier, \
-            open(args.out, "w") as fh:
+            JsonlAppender(args.out, fresh=True, allow_nan=True) as out:
 
         def one(entry: dict) -> None:
             nonlocal agree
@@ -55,9 +58,8 @@ def main() -> int:
             d["expected_status"] = expected
             d["cpu_status"] = entry["status"]
             same = v.status == expected
+            out.append(d)
             with lock:
-                fh.write(json.dumps(d) + "\n")
-                fh.flush()
                 agree += same
                 print(f"{'ok  ' if same else 'DIFF'} {entry['candidate']:<40} expected {expected:<14} got "
                       f"{v.status} ({v.reason})", flush=True)

@@ -44,7 +44,7 @@ for step in $STEPS; do
     refs)
       run_step refs "${REFS_S:-330}" python3 -m amdkv.cli demo --device auto --jobs "$JOBS" \
         --out "$OUT/refs/references.jsonl" ${REFS_FLAGS:-}
-      python3 benchmarks/verdict_table.py "$OUT/refs/references.jsonl" > "$OUT/refs/table.md" 2>> "$OUT/refs/log.txt"
+      python3 benchmarks/reference_table.py "$OUT/refs/references.jsonl" > "$OUT/refs/table.md" 2>> "$OUT/refs/log.txt"
       tail -n 4 "$OUT/refs/table.md" >> "$SUMMARY" ;;
     adv)
       run_step adv "${ADV_S:-150}" python3 benchmarks/adversarial_gpu.py --out "$OUT/adv/adversarial.jsonl" --jobs 4 ${ADV_FLAGS:-}

@@ -27,17 +27,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from amdkv.tasks.builtin import BUILTIN_ROOT  # noqa: E402
+from amdkv.reports.jsonl import JsonlAppender  # noqa: E402
+from amdkv.tasks.builtin import BUILTIN_ROOT, task_path  # noqa: E402
 
 SOL_DIR = BUILTIN_ROOT / "solutions" / "hip"
 BROKEN = REPO / "tests" / "data" / "hip_broken"
-
-
-def task_path(task_id: str) -> Path:
-    for p in BUILTIN_ROOT.glob(f"*/{task_id}.py"):
-        if "solutions" not in p.parts:
-            return p
-    raise FileNotFoundError(f"unknown task {task_id}")
 
 
 def jobs_list() -> list[dict]:
@@ -101,13 +95,13 @@ def run_pass(items: list[dict], device: str, jobs: int, deadline: float, timeout
                 return skipped(it, "wall_budget")
             return verify_one(verifier, it)
 
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool, open(log_path, "w") as log:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool, \
+                JsonlAppender(log_path, fresh=True, allow_nan=True) as log:
             futs = [pool.submit(one, it) for it in items]
             for f in concurrent.futures.as_completed(futs):
                 row = f.result()
                 rows.append(row)
-                log.write(json.dumps(row, default=str) + "\n")
-                log.flush()
+                log.append(row)
                 if row["kind"] == "reference" and row.get("status") != "skipped" and len(first_refs) < fail_fast:
                     first_refs.append(row.get("status"))
                     if len(first_refs) == fail_fast and all(s in SYSTEMATIC | {"compile_error"} for s in first_refs):

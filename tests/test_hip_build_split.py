@@ -188,7 +188,7 @@ def test_pch_failure_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 # ---------------------------------------------------------------------------------- symbol check
-@pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm")), reason="needs g++ and nm")
+@pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm")), reason="needs g++ and nm (apt-get install g++ binutils; .ci/run installs them)")
 @pytest.mark.parametrize("definition, missing", [
     ("int f(int x) { return x; }", []),
     ("static int f(int x) { return x; }", ["f(int)"]),

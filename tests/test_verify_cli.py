@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("triton")
+pytest.importorskip("triton", reason="the CLI verifies Triton candidates: install triton==3.6.0 (make test does)")
 
 ROOT = Path(__file__).resolve().parent.parent
 RELU_TASK = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
@@ -99,7 +99,7 @@ def test_candidate_without_model_new_exit_2(tmp_path):
 
         @triton.jit
         def _k(x_ptr):
-            pass
+            """Never launched: the file is refused before it runs."""
 
 
         class SomethingElse(nn.Module):
@@ -123,7 +123,7 @@ def test_forward_with_wrong_arity_exit_2(tmp_path):
 
         @triton.jit
         def _k(x_ptr):
-            pass
+            """Never launched: the file is refused before it runs."""
 
 
         class ModelNew(nn.Module):

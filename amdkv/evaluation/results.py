@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 from amdkv.errors import BadInputError
+from amdkv.reports.jsonl import JsonlAppender
 
 RESULTS_SCHEMA_VERSION = 1
 
@@ -32,13 +32,11 @@ def fingerprint(*, sample_sha: str, task_source_hash: str, platform: str, trials
             "trials": int(trials)}
 
 
-class ResultsFile:
-    """Reads, repairs and appends to OUT/results.jsonl (thread-safe appends)."""
+class ResultsFile(JsonlAppender):
+    """Reads, repairs and appends to OUT/results.jsonl (thread-safe appends, see JsonlAppender)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._fh: Any = None
+        super().__init__(path)
         self.dropped_tail: bytes = b""   # what load() cut off the end, if anything
 
     # ------------------------------------------------------------------------------ reading
@@ -85,34 +83,6 @@ class ResultsFile:
                 fh.flush()
                 os.fsync(fh.fileno())
         return records
-
-    # ------------------------------------------------------------------------------ writing
-    def open(self) -> "ResultsFile":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")
-        return self
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Write one record as one line and fsync it before returning."""
-        line = json.dumps(record, sort_keys=True, allow_nan=False, default=str)
-        with self._lock:
-            if self._fh is None:
-                self.open()
-            self._fh.write(line + "\n")
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
-
-    def __enter__(self) -> "ResultsFile":
-        return self.open()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def _parse_record(line: bytes) -> dict[str, Any] | None:

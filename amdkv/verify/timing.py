@@ -135,27 +135,36 @@ def time_profiler(fn: Callable[[], Any], *, flush: Any, reps: int = 100, warmup:
     return per_call
 
 
+@contextmanager
+def _kernel_profiler() -> Iterator[Any]:
+    """A torch.profiler session with CPU and GPU activities, without torch's warning that a second
+    session in one process starts empty (that is what we want: spares pre-warm with a first one)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        prof.__enter__()
+    try:
+        yield prof
+    finally:
+        prof.__exit__(None, None, None)
+
+
 def _profile_calls(fn: Callable[[], Any], *, flush: Any, reps: int, warmup: int) -> Any:
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import record_function
 
     for _ in range(warmup):
         fn()
     _sync(torch)
-    with warnings.catch_warnings():
-        # torch warns that a second profiler session in a process starts empty: that is what we want
-        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-        prof.__enter__()
-    try:
+    with _kernel_profiler() as prof:
         for _ in range(reps):
             with record_function(FLUSH_ANNOTATION):
                 flush.zero_()
             with record_function(CALL_ANNOTATION):
                 fn()
         _sync(torch)
-    finally:
-        prof.__exit__(None, None, None)
     return prof
 
 
@@ -167,10 +176,8 @@ def _export_trace(prof: Any) -> dict[str, Any]:
         with open(path) as fh:
             return json.load(fh)
     finally:
-        try:
+        with contextlib.suppress(OSError):  # already gone: nothing left to clean up
             os.unlink(path)
-        except OSError:  # already gone: nothing left to clean up
-            pass
 
 
 def prewarm_profiler(device: str) -> None:
@@ -178,13 +185,10 @@ def prewarm_profiler(device: str) -> None:
     NVIDIA, roctracer/rocprofiler-sdk on ROCm) is initialised while a spare worker waits for work,
     not inside a candidate's timed section, which holds the GPU's timing lock."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-            torch.empty(16, device=device).zero_()
-            _sync(torch)
+    with _kernel_profiler():
+        torch.empty(16, device=device).zero_()
+        _sync(torch)
 
 
 def kernel_ms_per_call(trace: dict[str, Any], call_name: str = CALL_ANNOTATION) -> list[float]:

@@ -24,7 +24,7 @@ from amdkv.errors import CandidateFormatError, InfrastructureError
 from amdkv.tasks.loader import load_task
 from amdkv.tasks.types import Task
 from amdkv.verify import static_checks
-from amdkv.verify.compare import compare_case
+from amdkv.verify.compare import bitwise_equal, compare_case
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor_ms
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import Spare, SparePool
@@ -173,9 +173,7 @@ class Verifier:
         if not cases:
             return self._finish(v, UNVERIFIABLE, "no_cases_for_platform",
                                 diag=f"task {task.id} has no cases this platform runs")
-        t0 = time.monotonic()
-        spare = self.pool.take()
-        v.timings["spare_wait_s"] = round(time.monotonic() - t0, 3)
+        spare = self._take_spare(v)
         try:
             t0 = time.monotonic()
             refs = self._references(task, cases)
@@ -413,6 +411,13 @@ class Verifier:
         for phase, secs in (report.get("phase_s") or {}).items():
             v.timings[f"worker_{phase}_s"] = round(secs, 3)
 
+    def _take_spare(self, v: Verdict) -> Spare:
+        """A warm worker for the candidate; the wait (0 when a spare was ready) goes in the verdict."""
+        t0 = time.monotonic()
+        spare = self.pool.take()
+        v.timings["spare_wait_s"] = round(time.monotonic() - t0, 3)
+        return spare
+
     def _case_runtime_findings(self, crep: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
         if crep["findings"]:
             f = crep["findings"][0]
@@ -551,12 +556,8 @@ def _same_bits(a: Any, b: Any) -> bool:
         return False
     for x, y in zip(a, b):
         if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
-            if type(x) is not torch.Tensor or type(y) is not torch.Tensor:
-                return False
-            if x.dtype != y.dtype or x.shape != y.shape or x.device != y.device:
-                return False
-            if not torch.equal(x.reshape(-1).view(torch.uint8) if x.numel() else x,
-                               y.reshape(-1).view(torch.uint8) if y.numel() else y):
+            if type(x) is not torch.Tensor or type(y) is not torch.Tensor or x.device != y.device \
+                    or not bitwise_equal(x, y):
                 return False
         elif x != y:
             return False

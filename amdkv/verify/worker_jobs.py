@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from amdkv.verify.compare import flatten_outputs
+from amdkv.verify.compare import bitwise_equal, flatten_outputs
 
 TRACE_LIMIT = 4000
 
@@ -66,16 +66,6 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.numel() == 0:
-        return True
-    a, b = a.contiguous(), b.contiguous()
-    return bool(torch.equal(a.view(torch.uint8) if a.dtype != torch.bool else a,
-                            b.view(torch.uint8) if b.dtype != torch.bool else b))
-
-
 # ------------------------------------------------------------------------------------ reference
 def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
     from amdkv.tasks.loader import load_task_and_module
@@ -110,7 +100,7 @@ def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
                 out = model(*dev_inputs)
             _sync(device)
             mutated = [i for i, (a, b) in enumerate(zip(before, dev_inputs))
-                       if isinstance(a, torch.Tensor) and not _bitwise_equal(a, b)]
+                       if isinstance(a, torch.Tensor) and not bitwise_equal(a, b)]
             mutated_all.update(mutated)
             leaves = _detach_leaves(out) + [dev_inputs[i].detach().cpu().clone() for i in mutated]
             eager.append(leaves)
@@ -373,7 +363,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                         info["findings"].append({"code": "output_aliases_input", "message":
                                                  f"output {i} shares memory with an input"})
             for i, (g, o) in enumerate(zip(guarded, originals)):
-                if isinstance(g, torch.Tensor) and i not in allowed_mut and not _bitwise_equal(g, o):
+                if isinstance(g, torch.Tensor) and i not in allowed_mut and not bitwise_equal(g, o):
                     info["findings"].append({"code": "input_mutation", "message": f"input {i} was modified"})
             for i, r in enumerate(raws):
                 if r is not None and not guards_intact(*r):
@@ -383,24 +373,24 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             return leaves, info
 
         case_out: dict[str, Any] = {"trials": [], "recheck": None}
+
+        def checked_call(inputs: list[Any]) -> list[Any]:
+            """One checked call, recorded in the case report like every other: the re-check and
+            after-timing calls too (their aten ops count, so a candidate cannot fall back to
+            PyTorch on those calls alone)."""
+            leaves, info = call(inputs, True)
+            crep["launches"].append(info["launches"])
+            for k, v in info["compute_ops"].items():
+                crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
+            crep["findings"] += info["findings"]
+            return leaves
+
         t_phase = time.monotonic()
         try:
             for t_inputs in data["trials"]:
-                leaves, info = call(t_inputs, True)
-                case_out["trials"].append(leaves)
-                crep["launches"].append(info["launches"])
-                for k, v in info["compute_ops"].items():
-                    crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
-                crep["findings"] += info["findings"]
+                case_out["trials"].append(checked_call(t_inputs))
             if cjob.get("recheck", True):
-                leaves, info = call(data["trials"][0], True)
-                case_out["recheck"] = leaves
-                crep["launches"].append(info["launches"])
-                # the re-check call is recorded like the trials (its aten ops were dropped, so a
-                # candidate could fall back to PyTorch on that call alone)
-                for k, v in info["compute_ops"].items():
-                    crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
-                crep["findings"] += info["findings"]
+                case_out["recheck"] = checked_call(data["trials"][0])
             phases["trials"] += time.monotonic() - t_phase
             if cjob.get("time") and device != "cpu":
                 t_phase = time.monotonic()
@@ -410,12 +400,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 phases["lock_held"] += crep["timing"].get("lock_held_s", 0.0)
                 t_phase = time.monotonic()
                 # results re-checked after timing: one more checked call, compared by the parent
-                leaves, info = call(data["trials"][0], True)
-                case_out["post_timing"] = leaves
-                crep["launches"].append(info["launches"])
-                for k, v in info["compute_ops"].items():
-                    crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
-                crep["findings"] += info["findings"]
+                case_out["post_timing"] = checked_call(data["trials"][0])
                 phases["post_timing_check"] += time.monotonic() - t_phase
         except BaseException as exc:  # noqa: BLE001
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))

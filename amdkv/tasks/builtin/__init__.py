@@ -28,6 +28,11 @@ def task_files(suite: str | None = None) -> list[Path]:
     return files
 
 
+def task_path(task_id: str) -> Path | None:
+    """Path of the bundled task file with this id (in any suite), or None."""
+    return next((p for p in task_files() if p.stem == task_id), None)
+
+
 def solution_path(task_id: str, language: str = "triton") -> Path | None:
     """Path of the bundled reference solution, or None when the task has none in that language."""
     p = SOLUTIONS_ROOT / language / f"{task_id}.py"

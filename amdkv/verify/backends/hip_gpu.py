@@ -123,9 +123,7 @@ def _run_and_judge(verifier: Any, v: Any, task: Any, cand_path: Path, builds: li
                                 diag=f"task {task.id} has no cases this platform runs")
     extra = {"hip_prebuilt": [{"name": b.name, "so_path": b.so_path, "module_name": b.module_name} for b in builds],
              "readable": [str(Path(b.so_path).parent) for b in builds]}
-    t0 = time.monotonic()
-    spare = verifier.pool.take()
-    v.timings["spare_wait_s"] = round(time.monotonic() - t0, 3)
+    spare = verifier._take_spare(v)
     try:
         t0 = time.monotonic()
         refs = verifier._references(task, cases)

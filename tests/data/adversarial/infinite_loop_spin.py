@@ -13,7 +13,7 @@ def _spin(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     first = tl.load(x_ptr)
     while tl.load(x_ptr, volatile=True) == first:
-        pass
+        pass  # the spin itself: the volatile load in the condition is the loop's only work
     tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=offs < n), 0.0), mask=offs < n)
 
 
