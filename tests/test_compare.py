@@ -176,6 +176,8 @@ def test_same_bits_shortcut() -> None:
     assert not _same_bits(a, [torch.tensor([1.0, 2.0]), 3])
     assert not _same_bits(a, [a[0].clone(), 4])
     assert not _same_bits(a, [a[0].double(), 3])
+    assert _same_bits([torch.tensor(2.5)], [torch.tensor(2.5)])  # 0-dim (a loss scalar)
+    assert not _same_bits([torch.tensor(2.5)], [torch.tensor(2.0)])
 
     class Sub(torch.Tensor):
         """Same bytes, but a subclass: not the same output."""

@@ -92,7 +92,7 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if a.numel() == 0:
         return True
-    a, b = a.contiguous(), b.contiguous()
+    a, b = a.reshape(-1), b.reshape(-1)  # flat: 0-dim tensors cannot be viewed as bytes
     return bool(torch.equal(a.view(torch.uint8) if a.dtype != torch.bool else a,
                             b.view(torch.uint8) if b.dtype != torch.bool else b))
 
