@@ -99,7 +99,7 @@ def test_candidate_without_model_new_exit_2(tmp_path):
 
         @triton.jit
         def _k(x_ptr):
-            """Never launched: the file is refused before it runs."""
+            'never launched: the file is refused before it runs'
 
 
         class SomethingElse(nn.Module):
@@ -123,7 +123,7 @@ def test_forward_with_wrong_arity_exit_2(tmp_path):
 
         @triton.jit
         def _k(x_ptr):
-            """Never launched: the file is refused before it runs."""
+            'never launched: the file is refused before it runs'
 
 
         class ModelNew(nn.Module):
