@@ -308,6 +308,7 @@ class Verifier:
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
+        load0 = time.monotonic()
         report = json.loads(Path(report_path).read_text()) if os.path.isfile(report_path) else None
         outputs = None
         if report is not None and not report.get("fatal") and os.path.isfile(outputs_path):
@@ -317,6 +318,7 @@ class Verifier:
                 outputs = torch.load(outputs_path, weights_only=True)
             except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
                 report.setdefault("load_error", f"{type(exc).__name__}: {exc}"[:500])
+        proc.outputs_load_s = time.monotonic() - load0  # type: ignore[attr-defined]
         return report, outputs, proc
 
     # ---------------------------------------------------------------------------- judging
@@ -334,6 +336,18 @@ class Verifier:
 
     def _judge(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
                report: dict | None, outputs: dict | None, proc: Any) -> None:
+        """Statuses from the candidate's report and outputs; timed as `judge_s` because it runs in
+        this (parent) process for every GPU's candidates, so it bounds the throughput of the host."""
+        if getattr(proc, "outputs_load_s", None) is not None:  # part of candidate_s, done here too
+            v.timings["outputs_load_s"] = round(proc.outputs_load_s, 3)
+        t0 = time.monotonic()
+        try:
+            self._judge_into(v, task, cases, refs, report, outputs, proc)
+        finally:
+            v.timings["judge_s"] = round(time.monotonic() - t0, 3)
+
+    def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
+                    report: dict | None, outputs: dict | None, proc: Any) -> None:
         if proc.stdout.strip() or proc.stderr.strip():
             v.diagnostics += f"\n[candidate stderr]\n{proc.stderr[-3000:]}" if proc.stderr.strip() else ""
         if proc.timed_out:
