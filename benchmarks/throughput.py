@@ -63,7 +63,8 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
 
 
 def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
-              compile_baseline: bool) -> dict[str, Any]:
+              compile_baseline: bool, spares: int | None = None) -> dict[str, Any]:
+    from amdkv.verify.pool import default_gpu_mem_fraction
     from amdkv.verify.scheduler import MultiGpuScheduler
     from amdkv.verify.verifier import Verifier
 
@@ -77,7 +78,9 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
                 done_at.append(time.monotonic() - t_start)
 
     def factory(i: int) -> Any:
-        return Verifier("auto", device_index=i, spares=jobs, compile_baseline=compile_baseline)
+        # the memory cap follows the candidates running at once (jobs), not the spares kept warm
+        return Verifier("auto", device_index=i, spares=spares or jobs, compile_baseline=compile_baseline,
+                        gpu_mem_fraction=default_gpu_mem_fraction(jobs))
 
     t0 = time.monotonic()
     with MultiGpuScheduler(factory, gpus, jobs_per_gpu=jobs) as sched:
@@ -112,7 +115,7 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
             if c.timing_method:
                 methods[c.timing_method] = methods.get(c.timing_method, 0) + 1
     res = {
-        "phase": name, "gpus": gpus, "jobs_per_gpu": jobs, "candidates": len(pairs), "verified": len(run),
+        "phase": name, "gpus": gpus, "jobs_per_gpu": jobs, "spares_per_gpu": spares or jobs, "candidates": len(pairs), "verified": len(run),
         "skipped_deadline": len(pairs) - len(run), "wall_s": round(wall, 2), "setup_s": round(setup_s, 2),
         "per_minute": round(len(run) / wall * 60, 2) if wall > 0 else None,
         "steady_s_per_candidate": round(steady_s_per, 3) if steady_s_per else None,
@@ -132,11 +135,12 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [f"Verification throughput on {res['device']} ({res['n_gpus_visible']} GPU(s) visible; torch "
              f"{res['torch']}, triton {res['triton']}); Triton reference solutions of {res['tasks']} tasks, "
              f"every check on, compile baseline {'on' if res['compile_baseline'] else 'off'}.", "",
-             "| phase | GPUs | jobs/GPU | verified | skipped | wall s | cand/min | steady s/cand | steady cand/min | "
+             "| phase | GPUs | jobs/GPU | spares/GPU | verified | skipped | wall s | cand/min | steady s/cand | steady cand/min | "
              "median latency s | statuses |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in res["phases"]:
-        lines.append(f"| {p['phase']} | {len(p['gpus'])} | {p['jobs_per_gpu']} | {p['verified']} | "
+        lines.append(f"| {p['phase']} | {len(p['gpus'])} | {p['jobs_per_gpu']} | {p.get('spares_per_gpu', '—')} | "
+                     f"{p['verified']} | "
                      f"{p['skipped_deadline']} | {p['wall_s']} | {p['per_minute']} | {p['steady_s_per_candidate']} | "
                      f"{p['steady_per_minute']} | {p['median_verify_latency_s']} | "
                      f"{', '.join(f'{k}: {v}' for k, v in sorted(p['statuses'].items()))} |")
@@ -165,6 +169,9 @@ def main() -> int:
     ap.add_argument("--candidates", type=int, default=60, help="candidates per phase (>= 50 for the issue)")
     ap.add_argument("--tasks", type=int, default=12, help="distinct level-1 tasks the candidates cycle through")
     ap.add_argument("--jobs", type=int, default=6, help="candidates verified at once per GPU")
+    ap.add_argument("--spares", type=int, default=None,
+                    help="warm spare processes kept per GPU (default 2 x --jobs: a spare takes ~5 s to start, "
+                         "longer than the gap between two candidates at steady state)")
     ap.add_argument("--gpus", type=int, default=1, help="2: add a warm phase over two GPUs")
     ap.add_argument("--phase-budget-s", type=float, default=110.0, help="stop starting candidates after this")
     ap.add_argument("--compile-baseline", action="store_true",
@@ -195,7 +202,8 @@ def main() -> int:
                            "torch": torch.__version__, "triton": triton.__version__,
                            "tasks": len({t.id for t, _ in pairs}), "candidates": args.candidates,
                            "compile_baseline": args.compile_baseline, "phases": []}
-    common = dict(jobs=args.jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline)
+    common = dict(jobs=args.jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline,
+                  spares=args.spares or 2 * args.jobs)
     phases = args.phases.split(",") if args.phases else ["cold", "warm"] + (["warm_2gpu"] if args.gpus >= 2 else [])
     if args.skip_cold and "cold" in phases:
         phases.remove("cold")
@@ -207,8 +215,8 @@ def main() -> int:
         for phase in phases:
             if phase == "prime":
                 firsts = list({t.id: (t, c) for t, c in reversed(pairs)}.values())
-                res["prime"] = run_phase("prime", firsts, gpus=list(range(min(2, n_visible))), jobs=args.jobs,
-                                         budget_s=10 * args.phase_budget_s, compile_baseline=args.compile_baseline)
+                res["prime"] = run_phase("prime", firsts, gpus=list(range(min(2, n_visible))),
+                                         **{**common, "budget_s": 10 * args.phase_budget_s})
             elif phase == "warm_2gpu":
                 if n_visible < 2:
                     res["two_gpu_error"] = f"warm_2gpu asked for, {n_visible} GPU visible"

@@ -23,8 +23,11 @@ from amdkv.errors import InfrastructureError
 from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.sandbox import ProcessResult, kill_group, memory_cap_preexec
 from amdkv.verify.timing import timing_lock_path
+from amdkv.verify.worker import DONE_LINE
 
 READY_TIMEOUT_S = 120.0
+STDOUT_KEEP_BYTES = 1 << 20  # a candidate that floods stdout/stderr is judged on what it printed last
+STDERR_KEEP_BYTES = 1 << 20
 
 
 def _repo_root_for_pythonpath() -> str:
@@ -92,19 +95,33 @@ class Spare:
                 env["AMDKV_GPU_MEM_FRACTION"] = f"{gpu_mem_fraction:.4f}"
         env.update(extra_env or {})
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=self.workdir,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=memory_cap_preexec(mem_cap_bytes if platform.interpreter else None),
-        )
+        # stderr goes to a file, not a pipe: after DONE the parent reads it without waiting for
+        # the process to exit (nothing can block on a full pipe either).
+        self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
+        with open(self.stderr_path, "wb") as err_fh:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=self.workdir,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
+                start_new_session=True,
+                preexec_fn=memory_cap_preexec(mem_cap_bytes if platform.interpreter else None),
+            )
         self._ready = False
+        self.ready_wait_s = 0.0  # how long a job waited for this spare's start-up (0 when it was ready)
+
+    def _stderr_text(self) -> str:
+        try:
+            with open(self.stderr_path, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(self.stderr_path) - STDERR_KEEP_BYTES))
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         """Block until the worker printed READY (it has imported torch/triton)."""
         if self._ready:
             return
-        deadline = time.monotonic() + timeout
+        t_wait = time.monotonic()
+        deadline = t_wait + timeout
         buf = b""
         fd = self.proc.stdout.fileno()
         while b"\n" not in buf:
@@ -117,7 +134,8 @@ class Spare:
             if r:
                 chunk = os.read(fd, 4096)
                 if not chunk:
-                    err = self.proc.stderr.read() if self.proc.stderr else ""
+                    self.proc.wait()
+                    err = self._stderr_text()
                     raise InfrastructureError(f"verifier worker exited during start-up: {err[-1500:]}",
                                               hint="check that torch and triton import in this Python")
                 buf += chunk
@@ -125,22 +143,55 @@ class Spare:
             self.kill()
             raise InfrastructureError(f"verifier worker said {buf[:200]!r} instead of READY")
         self._ready = True
+        self.ready_wait_s = time.monotonic() - t_wait
 
     def run(self, job: dict[str, Any], timeout: float) -> ProcessResult:
-        """Send the one job and wait for the process to finish (or kill its group at timeout)."""
+        """Send the one job; return when the worker says DONE (its report is complete), when it
+        exits, or at `timeout`. The process group is killed in every case. After DONE the parent
+        does not wait for the exit: tearing down a GPU context takes time that is neither the
+        candidate's nor the verifier's, so a background thread reaps the process."""
         self.wait_ready()
         start = time.monotonic()
+        deadline = start + timeout
         try:
-            out, err = self.proc.communicate((json.dumps(job) + "\n").encode(), timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            kill_group(self.proc)
-            out, err = self.proc.communicate()
-            timed_out = True
-        finally:
-            kill_group(self.proc)
-        return ProcessResult(self.proc.returncode, (out or b"").decode(errors="replace"),
-                             (err or b"").decode(errors="replace"), timed_out, time.monotonic() - start)
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # the worker died: EOF below, its return code says how
+        out, done, timed_out = self._read_until_done(deadline)
+        kill_group(self.proc)
+        if done:
+            returncode: int | None = 0
+            threading.Thread(target=self.proc.wait, daemon=True, name="amdkv-reap").start()
+        else:
+            try:
+                returncode = self.proc.wait(timeout=max(1.0, deadline - time.monotonic()) if not timed_out else 10.0)
+            except subprocess.TimeoutExpired:
+                returncode = None
+        return ProcessResult(returncode, out.decode(errors="replace"), self._stderr_text(), timed_out,
+                             time.monotonic() - start)
+
+    def _read_until_done(self, deadline: float) -> tuple[bytes, bool, bool]:
+        """(stdout without the DONE line, DONE seen, timed out). Keeps the last STDOUT_KEEP_BYTES."""
+        fd = self.proc.stdout.fileno()
+        marker = DONE_LINE.encode()
+        buf = b""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return buf, False, True
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return buf, False, False  # EOF: the worker exited (or closed its stdout)
+            buf += chunk
+            at = buf.find(marker)
+            if at >= 0 and (at == 0 or buf[at - 1:at] == b"\n"):
+                return buf[:at] + buf[at + len(marker):], True, False
+            if len(buf) > 2 * STDOUT_KEEP_BYTES:
+                buf = buf[-STDOUT_KEEP_BYTES:]
 
     def kill(self) -> None:
         kill_group(self.proc)

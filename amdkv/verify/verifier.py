@@ -308,6 +308,7 @@ class Verifier:
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
+        proc.ready_wait_s = spare.ready_wait_s  # type: ignore[attr-defined]
         load0 = time.monotonic()
         report = json.loads(Path(report_path).read_text()) if os.path.isfile(report_path) else None
         outputs = None
@@ -315,7 +316,7 @@ class Verifier:
             import torch
 
             try:
-                outputs = torch.load(outputs_path, weights_only=True)
+                outputs = load_tensor_file(outputs_path)
             except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
                 report.setdefault("load_error", f"{type(exc).__name__}: {exc}"[:500])
         proc.outputs_load_s = time.monotonic() - load0  # type: ignore[attr-defined]
@@ -338,8 +339,10 @@ class Verifier:
                report: dict | None, outputs: dict | None, proc: Any) -> None:
         """Statuses from the candidate's report and outputs; timed as `judge_s` because it runs in
         this (parent) process for every GPU's candidates, so it bounds the throughput of the host."""
-        if getattr(proc, "outputs_load_s", None) is not None:  # part of candidate_s, done here too
-            v.timings["outputs_load_s"] = round(proc.outputs_load_s, 3)
+        # parts of candidate_s, recorded here because every language's path judges through here
+        for attr in ("outputs_load_s", "ready_wait_s"):
+            if getattr(proc, attr, None) is not None:
+                v.timings[f"spare_{attr}" if attr == "ready_wait_s" else attr] = round(getattr(proc, attr), 3)
         t0 = time.monotonic()
         try:
             self._judge_into(v, task, cases, refs, report, outputs, proc)
@@ -397,10 +400,13 @@ class Verifier:
                 continue
             status, reason, message = self._case_runtime_findings(crep)
             if status is None:
-                expected = torch.load(r["files"].expected, weights_only=True)
-                inputs = torch.load(r["files"].inputs, weights_only=True)
-                status, reason, message = self._compare_case(task, case, cres, expected, inputs,
-                                                             outputs.get(case.name))
+                expected = load_tensor_file(r["files"].expected)
+                inputs = load_tensor_file(r["files"].inputs)
+                t_wait = time.monotonic()
+                with _JUDGE_SLOTS:
+                    v.timings["judge_wait_s"] = round(v.timings.get("judge_wait_s", 0.0) + time.monotonic() - t_wait, 3)
+                    status, reason, message = self._compare_case(task, case, cres, expected, inputs,
+                                                                 outputs.get(case.name))
             cres.status, cres.reason, cres.message = status, reason, message
             cres.trials = len(r["seeds"])
             statuses.append(status)
@@ -422,6 +428,8 @@ class Verifier:
         v.interpreter_verified = v.status == OK and self.platform.interpreter
         self._aggregate_speed(v)
         v.timings["worker_startup_s"] = round(report.get("startup_s", 0.0), 3)  # paid before the job (warm spare)
+        if report.get("job_s") is not None:  # the job inside the worker; candidate_s minus this = IPC + hand-off
+            v.timings["worker_job_s"] = round(report["job_s"], 3)
         for phase, secs in (report.get("phase_s") or {}).items():
             v.timings[f"worker_{phase}_s"] = round(secs, 3)
 
@@ -558,6 +566,31 @@ def verify_files(task_path: str, candidate_path: str, device: str = "auto", **kw
     """One-shot convenience: verify one candidate file against one task file."""
     with Verifier(device, spares=0, **kw) as verifier:
         return verifier.verify(task_path, candidate_path)
+
+
+def _judge_slots() -> int:
+    """How many comparisons this process runs at once (env AMDKV_JUDGE_SLOTS overrides).
+
+    Every comparison uses torch's whole intra-op thread pool; a dozen at once (two GPUs, six
+    candidates each, judged by threads of this one process) oversubscribe the host's cores and
+    slow the candidates' own processes too. A few at a time keep each one fast."""
+    env = os.environ.get("AMDKV_JUDGE_SLOTS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(4, (os.cpu_count() or 1) // 8))
+
+
+_JUDGE_SLOTS = threading.BoundedSemaphore(_judge_slots())
+
+
+def load_tensor_file(path: str | os.PathLike[str]) -> Any:
+    """torch.load of plain tensors only, memory-mapped: the judge reads each element once, so
+    copying hundreds of MB of outputs and expected values into memory first (seconds under
+    load, with the GIL held while unpickling) is avoided. On Linux the mapping stays valid after
+    the file is removed (the candidate's work dir is deleted before judging)."""
+    import torch
+
+    return torch.load(path, weights_only=True, mmap=True)
 
 
 def _same_bits(a: Any, b: Any) -> bool:

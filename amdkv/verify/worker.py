@@ -22,6 +22,9 @@ import traceback
 from typing import Any
 
 
+DONE_LINE = "AMDKV-WORKER-DONE\n"  # after the report file is complete (see pool.Spare.run)
+
+
 def _emit_ready() -> None:
     sys.stdout.write("READY\n")
     sys.stdout.flush()
@@ -81,6 +84,7 @@ def main() -> int:
     line = sys.stdin.readline()
     if not line:
         return 0  # the pool shut down before giving this spare work
+    t_job = time.monotonic()
     job = json.loads(line)
     job["_startup_s"] = startup_s
     report_path = job["report_path"]
@@ -96,12 +100,16 @@ def main() -> int:
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
         report = {"fatal": True, "error_type": type(exc).__name__, "error": str(exc)[:2000],
                   "traceback": traceback.format_exc()[-6000:]}
+    report["job_s"] = time.monotonic() - t_job
     tmp = report_path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(report, fh)
     os.replace(tmp, report_path)
-    sys.stdout.flush()
     sys.stderr.flush()
+    # DONE tells the parent the report is complete: it judges now and kills this process group
+    # instead of waiting for the exit, whose GPU context teardown is not the candidate's time.
+    sys.stdout.write(DONE_LINE)
+    sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: a candidate's atexit hooks never run
 
 
