@@ -25,12 +25,14 @@ from amdkv.tasks.loader import load_task
 from amdkv.tasks.types import Task
 from amdkv.verify import static_checks
 from amdkv.verify.compare import bitwise_equal, compare_case
+from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor_ms
 from amdkv.verify.platform import PlatformInfo, detect_platform
-from amdkv.verify.pool import Spare, SparePool
+from amdkv.verify.pool import Spare, SparePool, gpu_lock_key
 from amdkv.verify.reference_cache import CaseFiles, case_key
 from amdkv.verify.reference_cache import cache_root as reference_cache_root
 from amdkv.verify.timing import check_consistency as check_timing_consistency
+from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, RUNTIME_ERROR,
                                   TIMEOUT, UNVERIFIABLE, ArchResources, CaseResult, Verdict, worst_status)
 
@@ -98,7 +100,8 @@ class Verifier:
 
         env = dict(collect_env(with_gpu=self.platform.can_time))
         env.update({"platform": self.platform.name, "device": self._device_desc,
-                    "trials": self.trials, "base_seed": BASE_SEED, "init_seed": INIT_SEED})
+                    "trials": self.trials, "base_seed": BASE_SEED, "init_seed": INIT_SEED,
+                    "judge_device": self.judge_device or "cpu"})
         return env
 
     # ---------------------------------------------------------------------------- public API
@@ -405,8 +408,8 @@ class Verifier:
                 t_wait = time.monotonic()
                 with _JUDGE_SLOTS:
                     v.timings["judge_wait_s"] = round(v.timings.get("judge_wait_s", 0.0) + time.monotonic() - t_wait, 3)
-                    status, reason, message = self._compare_case(task, case, cres, expected, inputs,
-                                                                 outputs.get(case.name))
+                    status, reason, message = self._compare_on_judge_device(task, case, cres, expected, inputs,
+                                                                            outputs.get(case.name))
             cres.status, cres.reason, cres.message = status, reason, message
             cres.trials = len(r["seeds"])
             statuses.append(status)
@@ -455,6 +458,41 @@ class Verifier:
         if any(n == 0 for n in crep["launches"]):
             return HACK_DETECTED, "no_kernel_launch", "a forward call launched no Triton kernel"
         return None, None, None
+
+    @property
+    def judge_device(self) -> str | None:
+        """Where this verifier compares outputs: the GPU it verifies on, or None for this process's
+        CPU (interpreter platforms; AMDKV_JUDGE_DEVICE=cpu forces it). On a GPU the comparison of a
+        64 M-element output takes about a millisecond instead of most of a second of every host core,
+        which is what limited two GPUs to 1.1-1.4x one GPU (docs/gpu.md, Throughput)."""
+        if self.platform.interpreter or not self.platform.can_time:
+            return None
+        if os.environ.get("AMDKV_JUDGE_DEVICE", "gpu").strip().lower() == "cpu":
+            return None
+        return self.platform.device
+
+    def _compare_on_judge_device(self, task: Task, case: Any, cres: CaseResult, expected: dict[str, Any],
+                                 inputs: dict[str, Any], outs: dict[str, Any] | None) -> tuple[str, str | None, str | None]:
+        """_compare_case on the judge device. The copies to the GPU overlap other workers' timing
+        (they cross PCIe, not the GPU's memory system); the comparison itself holds the GPU's timing
+        lock so that it never runs inside another candidate's timed section. Out of GPU memory
+        (the candidates own most of it), the same comparison runs on the CPU."""
+        dev = self.judge_device
+        if dev is None or outs is None:
+            return self._compare_case(task, case, cres, expected, inputs, outs)
+        import torch
+
+        try:
+            g_expected = {"eager": _tensors_to(expected["eager"], dev), "golden": _tensors_to(expected.get("golden"), dev)}
+            g_inputs = {"trials": _tensors_to(inputs["trials"], dev), "seeds": inputs["seeds"]}
+            g_outs = _tensors_to(outs, dev)
+            with exclusive_file_lock(timing_lock_path(gpu_lock_key(dev))):
+                result = self._compare_case(task, case, cres, g_expected, g_inputs, g_outs)
+            return result
+        except torch.cuda.OutOfMemoryError:
+            g_expected = g_inputs = g_outs = None
+            torch.cuda.empty_cache()
+            return self._compare_case(task, case, cres, expected, inputs, outs)
 
     def _compare_case(self, task: Task, case: Any, cres: CaseResult, expected: dict[str, Any],
                       inputs: dict[str, Any], outs: dict[str, Any] | None) -> tuple[str, str | None, str | None]:
@@ -581,6 +619,19 @@ def _judge_slots() -> int:
 
 
 _JUDGE_SLOTS = threading.BoundedSemaphore(_judge_slots())
+
+
+def _tensors_to(obj: Any, device: str) -> Any:
+    """`obj` (tensors in dicts, lists and tuples) with every tensor on `device`; other values as they are."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=False)
+    if isinstance(obj, dict):
+        return {k: _tensors_to(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_tensors_to(v, device) for v in obj)
+    return obj
 
 
 def load_tensor_file(path: str | os.PathLike[str]) -> Any:
