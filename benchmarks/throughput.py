@@ -62,6 +62,23 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
     return pairs
 
 
+def _host_cpu_ticks() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat (Linux); None elsewhere."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _busy_pct(a: tuple[int, int] | None, b: tuple[int, int] | None) -> float | None:
+    """Share of the host's CPU time that was busy between two _host_cpu_ticks() readings."""
+    if not a or not b or b[1] <= a[1]:
+        return None
+    return round(100.0 * (b[0] - a[0]) / (b[1] - a[1]), 1)
+
+
 def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
               compile_baseline: bool, spares: int | None = None) -> dict[str, Any]:
     from amdkv.verify.pool import default_gpu_mem_fraction
@@ -86,7 +103,9 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
     with MultiGpuScheduler(factory, gpus, jobs_per_gpu=jobs) as sched:
         setup_s = time.monotonic() - t0
         t_start = time.monotonic()
+        cpu0 = _host_cpu_ticks()
         verdicts = sched.verify_many(pairs, on_result=on_result, deadline=t_start + budget_s)
+        cpu1 = _host_cpu_ticks()
         wall = time.monotonic() - t_start
         stats = sched.stats()
     run = [v for v in verdicts if v.reason != "not_started_before_deadline"]
@@ -124,6 +143,7 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         "median_phase_s": phases,
         "timing_lock_held_s_total": round(sum(v.timings.get("worker_lock_held_s", 0.0) for v in run), 2),
         "statuses": statuses, "not_ok": not_ok, "timing_methods": methods,
+        "host_cpu_busy_pct": _busy_pct(cpu0, cpu1), "worker_threads": os.environ.get("AMDKV_WORKER_THREADS"),
         "scheduler": stats,
     }
     print(f"[throughput] {name}: {len(run)} verified in {wall:.1f} s, steady {res['steady_s_per_candidate']} s/cand, "
@@ -136,18 +156,18 @@ def markdown(res: dict[str, Any]) -> str:
              f"{res['torch']}, triton {res['triton']}); Triton reference solutions of {res['tasks']} tasks, "
              f"every check on, compile baseline {'on' if res['compile_baseline'] else 'off'}.", "",
              "| phase | GPUs | jobs/GPU | spares/GPU | verified | skipped | wall s | cand/min | steady s/cand | steady cand/min | "
-             "median latency s | statuses |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "median latency s | host CPU busy % | statuses |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in res["phases"]:
         lines.append(f"| {p['phase']} | {len(p['gpus'])} | {p['jobs_per_gpu']} | {p.get('spares_per_gpu', '—')} | "
                      f"{p['verified']} | "
                      f"{p['skipped_deadline']} | {p['wall_s']} | {p['per_minute']} | {p['steady_s_per_candidate']} | "
-                     f"{p['steady_per_minute']} | {p['median_verify_latency_s']} | "
+                     f"{p['steady_per_minute']} | {p['median_verify_latency_s']} | {p.get('host_cpu_busy_pct', '—')} | "
                      f"{', '.join(f'{k}: {v}' for k, v in sorted(p['statuses'].items()))} |")
-    if res.get("scaling") is not None:
-        lines += ["", f"Two-GPU scaling (warm_2gpu steady cand/min ÷ warm): **{res['scaling']:.2f}×** "
-                      f"(goal 2× within 15%: ≥ 1.70)."]
-    warm = next((p for p in res["phases"] if p["phase"] == "warm"), None)
+    for spec, scale in (res.get("scalings") or {}).items():
+        lines += ["", f"Two-GPU scaling ({spec} steady cand/min ÷ {spec.replace('warm_2gpu', 'warm')}): "
+                      f"**{scale:.2f}×** (goal 2× within 15%: ≥ 1.70)."]
+    warm = next((p for p in res["phases"] if p["phase"].split(":")[0] == "warm"), None)
     if warm and warm.get("steady_s_per_candidate"):
         lines += ["", f"Steady state on one GPU (warm): **{warm['steady_s_per_candidate']} s per candidate** "
                       f"(goal < 2 s; KernelBench's harness: 6-7 s per Triton candidate on this H200)."]
@@ -178,7 +198,8 @@ def main() -> int:
                     help="also time torch.compile baselines (slow when cold: off by default to fit in 5 min)")
     ap.add_argument("--skip-cold", action="store_true", help="same as leaving `cold` out of --phases")
     ap.add_argument("--phases", default=None,
-                    help="comma-separated, in order, from: cold, prime, warm, warm_2gpu. `prime` verifies one "
+                    help="comma-separated, in order, from: cold, prime, warm, warm_2gpu, each optionally with "
+                         ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N). `prime` verifies one "
                          "candidate per task (untimed for throughput) so that the warm phases find their "
                          "references cached without a full cold phase. Default: cold,warm (+warm_2gpu with "
                          "--gpus 2)")
@@ -207,12 +228,19 @@ def main() -> int:
     phases = args.phases.split(",") if args.phases else ["cold", "warm"] + (["warm_2gpu"] if args.gpus >= 2 else [])
     if args.skip_cold and "cold" in phases:
         phases.remove("cold")
-    unknown = [p for p in phases if p not in ("cold", "prime", "warm", "warm_2gpu")]
+    unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
+               or (":" in p and not p.split(":", 1)[1].lstrip("t").isdigit())]
     if unknown:
         print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu", file=sys.stderr)
         return 2
     try:
-        for phase in phases:
+        for spec in phases:
+            # `phase:tN` runs that phase with AMDKV_WORKER_THREADS=N (torch threads per worker)
+            phase, _, threads = spec.partition(":")
+            if threads:
+                os.environ["AMDKV_WORKER_THREADS"] = threads.lstrip("t")
+            else:
+                os.environ.pop("AMDKV_WORKER_THREADS", None)
             if phase == "prime":
                 firsts = list({t.id: (t, c) for t, c in reversed(pairs)}.values())
                 res["prime"] = run_phase("prime", firsts, gpus=list(range(min(2, n_visible))),
@@ -224,13 +252,15 @@ def main() -> int:
                 # twice the candidates so each GPU gets as many as the one-GPU phase had
                 (work / "second").mkdir(exist_ok=True)
                 pairs2 = pairs + make_candidates(args.candidates, args.tasks, work / "second")
-                res["phases"].append(run_phase("warm_2gpu", pairs2, gpus=[0, 1], **common))
-                one = next((p for p in res["phases"] if p["phase"] == "warm"), None)
+                res["phases"].append(run_phase(spec, pairs2, gpus=[0, 1], **common))
+                one = next((p for p in res["phases"] if p["phase"] == "warm" + (":" + threads if threads else "")), None)
                 w1 = one.get("steady_per_minute") if one else None
                 w2 = res["phases"][-1].get("steady_per_minute")
-                res["scaling"] = (w2 / w1) if w1 and w2 else None
+                if w1 and w2:
+                    res.setdefault("scalings", {})[spec] = w2 / w1
+                    res["scaling"] = w2 / w1
             else:
-                res["phases"].append(run_phase(phase, pairs, gpus=[0], **common))
+                res["phases"].append(run_phase(spec, pairs, gpus=[0], **common))
             # after every phase: a run cut short keeps the phases it finished
             (out / "throughput.json").write_text(json.dumps(res, indent=1, default=str))
             (out / "throughput.md").write_text(markdown(res))

@@ -73,6 +73,10 @@ def main() -> int:
     device = os.environ.get("AMDKV_WORKER_DEVICE", "cpu")
     t0 = time.monotonic()
     import torch  # noqa: F401  - the point of a spare is to have paid for these imports
+
+    threads = os.environ.get("AMDKV_WORKER_THREADS")
+    if threads:  # many workers share the host: each one's CPU-side copies need not use every core
+        torch.set_num_threads(max(1, int(threads)))
     import triton  # noqa: F401
     import triton.language  # noqa: F401
 
