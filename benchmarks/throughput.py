@@ -42,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from host_cpu import busy_pct, host_cpu_ticks  # noqa: E402
 
 
 def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]]:
@@ -60,23 +63,6 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
         p.write_text(f"# throughput variant {i}\n" + src)
         pairs.append((t, str(p)))
     return pairs
-
-
-def _host_cpu_ticks() -> tuple[int, int] | None:
-    """(busy, total) jiffies of all CPUs from /proc/stat (Linux); None elsewhere."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    except (OSError, ValueError, IndexError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
-def _busy_pct(a: tuple[int, int] | None, b: tuple[int, int] | None) -> float | None:
-    """Share of the host's CPU time that was busy between two _host_cpu_ticks() readings."""
-    if not a or not b or b[1] <= a[1]:
-        return None
-    return round(100.0 * (b[0] - a[0]) / (b[1] - a[1]), 1)
 
 
 def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
@@ -103,9 +89,9 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
     with MultiGpuScheduler(factory, gpus, jobs_per_gpu=jobs) as sched:
         setup_s = time.monotonic() - t0
         t_start = time.monotonic()
-        cpu0 = _host_cpu_ticks()
+        cpu0 = host_cpu_ticks()
         verdicts = sched.verify_many(pairs, on_result=on_result, deadline=t_start + budget_s)
-        cpu1 = _host_cpu_ticks()
+        cpu1 = host_cpu_ticks()
         wall = time.monotonic() - t_start
         stats = sched.stats()
     run = [v for v in verdicts if v.reason != "not_started_before_deadline"]
@@ -143,7 +129,7 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         "median_phase_s": phases,
         "timing_lock_held_s_total": round(sum(v.timings.get("worker_lock_held_s", 0.0) for v in run), 2),
         "statuses": statuses, "not_ok": not_ok, "timing_methods": methods,
-        "host_cpu_busy_pct": _busy_pct(cpu0, cpu1), "worker_threads": os.environ.get("AMDKV_WORKER_THREADS"),
+        "host_cpu_busy_pct": busy_pct(cpu0, cpu1), "worker_threads": os.environ.get("AMDKV_WORKER_THREADS"),
         "scheduler": stats,
     }
     print(f"[throughput] {name}: {len(run)} verified in {wall:.1f} s, steady {res['steady_s_per_candidate']} s/cand, "

@@ -9,13 +9,12 @@ test_verify_cli.py and test_adversarial.py.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 from amdkv.verify.platform import detect_platform
-from amdkv.verify.pool import STDOUT_KEEP_BYTES, Spare
+from amdkv.verify.pool import STDOUT_KEEP_BYTES, ExecWorkerProcess, Spare
 from amdkv.verify.worker import DONE_LINE
 
 
@@ -27,9 +26,8 @@ def _scripted_spare(body: str) -> Spare:
     spare.workdir = tempfile.mkdtemp(prefix="amdkv-test-pool-")
     spare.stderr_path = os.path.join(spare.workdir, "worker_stderr.txt")
     script = "import sys, time, os\nprint('READY', flush=True)\nsys.stdin.readline()\n" + body
-    with open(spare.stderr_path, "wb") as err:
-        spare.proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    spare.proc = ExecWorkerProcess(dict(os.environ), spare.workdir, spare.stderr_path, None,
+                                   argv=[sys.executable, "-c", script])
     spare._ready = False
     spare.ready_wait_s = 0.0
     return spare
@@ -47,8 +45,8 @@ def test_done_returns_without_waiting_for_exit_and_kills_the_group():
         assert res.returncode == 0 and not res.timed_out
         assert "before" in res.stdout and "AMDKV-WORKER-DONE" not in res.stdout
         assert "diag text" in res.stderr
-        spare.proc.wait(timeout=10)  # the group was SIGKILLed, so the sleeper is gone
-        assert spare.proc.returncode is not None and spare.proc.returncode < 0
+        code = spare.proc.wait(10)  # the group was SIGKILLed, so the sleeper is gone
+        assert code is not None and code < 0
     finally:
         spare.cleanup()
 

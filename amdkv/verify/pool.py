@@ -11,6 +11,8 @@ import json
 import os
 import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,7 @@ from amdkv.errors import InfrastructureError
 from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.sandbox import ProcessResult, kill_group, memory_cap_preexec
 from amdkv.verify.timing import timing_lock_path
-from amdkv.verify.worker import DONE_LINE
+from amdkv.verify.worker import DONE_LINE, READY_LINE
 
 READY_TIMEOUT_S = 120.0
 STDOUT_KEEP_BYTES = 1 << 20  # a candidate that floods stdout/stderr is judged on what it printed last
@@ -66,11 +68,183 @@ def default_gpu_mem_fraction(concurrent: int) -> float:
     return round(max(0.05, 0.85 / max(1, concurrent)), 4)
 
 
+def _tail(path: str, keep: int) -> bytes:
+    """The last `keep` bytes of a file (empty when it is missing)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.path.getsize(path) - keep))
+            return fh.read()
+    except OSError:
+        return b""
+
+
+class ExecWorkerProcess:
+    """A worker started as `python -m amdkv.verify.worker`: it pays for its interpreter and for
+    importing torch and Triton itself, and shares nothing with any other process."""
+
+    def __init__(self, env: dict[str, str], workdir: str, stderr_path: str, mem_cap_bytes: int | None,
+                 argv: list[str] | None = None) -> None:
+        # stderr goes to a file, not a pipe: after DONE the parent reads it without waiting for
+        # the process to exit (nothing can block on a full pipe either).
+        with open(stderr_path, "wb") as err_fh:
+            self.popen = subprocess.Popen(
+                argv or [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=workdir,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
+                start_new_session=True, preexec_fn=memory_cap_preexec(mem_cap_bytes))
+        self.pid = self.popen.pid
+        self._out = b""
+
+    def send_job(self, data: bytes) -> None:
+        try:
+            self.popen.stdin.write(data + b"\n")
+            self.popen.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # the worker died: EOF comes next, its return code says how
+
+    def wait_for(self, marker: str, deadline: float) -> str:
+        """'seen', 'eof' or 'timeout'. stdout read on the way is kept (the last STDOUT_KEEP_BYTES);
+        the marker counts only at the start of a line."""
+        fd = self.popen.stdout.fileno()
+        mark = marker.encode()
+        while True:
+            at = self._out.find(mark)
+            if at >= 0 and (at == 0 or self._out[at - 1:at] == b"\n"):
+                self._out = self._out[:at] + self._out[at + len(mark):]
+                return "seen"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return "eof"
+            self._out += chunk
+            if len(self._out) > 2 * STDOUT_KEEP_BYTES:
+                self._out = self._out[-STDOUT_KEEP_BYTES:]
+
+    def stdout_text(self) -> str:
+        return self._out.decode(errors="replace")
+
+    def wait(self, timeout: float | None) -> int | None:
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        kill_group(self.popen)
+
+    def close_idle(self) -> None:
+        """Tell a spare that never got a job to exit."""
+        if self.popen.stdin and not self.popen.stdin.closed:
+            self.popen.stdin.close()
+
+
+class ForkedWorkerProcess:
+    """A worker forked by this process's fork server (fork_server.py), which imported torch and
+    Triton once: a spare costs a fork instead of an interpreter start and those imports. It talks
+    to the parent over a socket (READY, the job, DONE) and writes stdout/stderr to files."""
+
+    def __init__(self, env: dict[str, str], workdir: str, stderr_path: str, mem_cap_bytes: int | None) -> None:
+        from multiprocessing.connection import Connection
+
+        from amdkv.verify import fork_server
+
+        self.server = fork_server.shared(env)
+        self.stdout_path = os.path.join(workdir, "worker_stdout.txt")
+        ours, theirs = socket.socketpair()
+        try:
+            self.pid = self.server.spawn(theirs.fileno(), {
+                "env": env, "workdir": workdir, "stdout_path": self.stdout_path,
+                "stderr_path": stderr_path, "mem_cap_bytes": mem_cap_bytes})
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        self._code: int | None = None
+        self._wait_lock = threading.Lock()
+
+    def send_job(self, data: bytes) -> None:
+        try:
+            self.conn.send_bytes(data)
+        except OSError:
+            pass  # the worker died: EOF comes next
+
+    def wait_for(self, marker: str, deadline: float) -> str:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            try:
+                if not self.conn.poll(left):
+                    continue
+                msg = self.conn.recv_bytes().decode(errors="replace")
+            except (EOFError, OSError):
+                return "eof"
+            if msg == marker:
+                return "seen"
+
+    def stdout_text(self) -> str:
+        return _tail(self.stdout_path, STDOUT_KEEP_BYTES).decode(errors="replace")
+
+    def wait(self, timeout: float | None) -> int | None:
+        # One thread at a time asks the server (the reaper and cleanup may both wait): the exit code
+        # is handed out once, then kept here.
+        if not self._wait_lock.acquire(timeout=-1 if timeout is None else timeout):
+            return self._code
+        try:
+            if self._code is None:
+                code = self.server.wait(self.pid, timeout)
+                if code is not None:
+                    self._code = code
+                    self.server.forget(self.pid)
+                    try:
+                        self.conn.close()
+                    except OSError:
+                        pass
+            return self._code
+        finally:
+            self._wait_lock.release()
+
+    def kill(self) -> None:
+        if self._code is not None:
+            return  # reaped: the pid may belong to someone else by now
+        # its own group once it ran setsid; a child killed before that is killed by pid
+        for target, kill in ((self.pid, os.killpg), (self.pid, os.kill)):
+            try:
+                kill(target, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def close_idle(self) -> None:
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+
+def spare_start_method(platform: PlatformInfo) -> str:
+    """'fork' (from the fork server) or 'exec', from AMDKV_SPARE_START (auto | fork | exec).
+
+    auto: fork on the CPU interpreter platform, where it was measured (docs/verifier.md); exec on
+    GPUs until the forked path has run on one (a forked worker initialises CUDA itself, which is
+    sound because the server never does, but no GPU has run it yet)."""
+    choice = (os.environ.get("AMDKV_SPARE_START") or "auto").strip().lower()
+    if choice not in ("auto", "fork", "exec"):
+        raise InfrastructureError(f"AMDKV_SPARE_START={choice!r} is not one of auto, fork, exec",
+                                  hint="unset it, or set it to fork or exec")
+    if choice == "auto":
+        return "fork" if platform.interpreter else "exec"
+    return choice
+
+
 class Spare:
     """One started worker process waiting (or about to wait) for its single job."""
 
     def __init__(self, platform: PlatformInfo, mem_cap_bytes: int | None, base_tmp: str | None = None,
-                 gpu_mem_fraction: float | None = None, extra_env: dict[str, str] | None = None) -> None:
+                 gpu_mem_fraction: float | None = None, extra_env: dict[str, str] | None = None,
+                 start: str | None = None) -> None:
         self.platform = platform
         self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
         env = dict(os.environ)
@@ -95,53 +269,31 @@ class Spare:
                 env["AMDKV_GPU_MEM_FRACTION"] = f"{gpu_mem_fraction:.4f}"
         env.update(extra_env or {})
         self.started = time.monotonic()
-        # stderr goes to a file, not a pipe: after DONE the parent reads it without waiting for
-        # the process to exit (nothing can block on a full pipe either).
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
-        with open(self.stderr_path, "wb") as err_fh:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=self.workdir,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
-                start_new_session=True,
-                preexec_fn=memory_cap_preexec(mem_cap_bytes if platform.interpreter else None),
-            )
+        self.start_method = start or spare_start_method(platform)
+        kind = ForkedWorkerProcess if self.start_method == "fork" else ExecWorkerProcess
+        # an address-space cap only where no GPU runtime reserves huge ranges (sandbox.memory_cap_preexec)
+        self.proc = kind(env, self.workdir, self.stderr_path, mem_cap_bytes if platform.interpreter else None)
         self._ready = False
         self.ready_wait_s = 0.0  # how long a job waited for this spare's start-up (0 when it was ready)
 
     def _stderr_text(self) -> str:
-        try:
-            with open(self.stderr_path, "rb") as fh:
-                fh.seek(max(0, os.path.getsize(self.stderr_path) - STDERR_KEEP_BYTES))
-                return fh.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return _tail(self.stderr_path, STDERR_KEEP_BYTES).decode(errors="replace")
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
-        """Block until the worker printed READY (it has imported torch/triton)."""
+        """Block until the worker said READY (torch/triton imported, device set up)."""
         if self._ready:
             return
         t_wait = time.monotonic()
-        deadline = t_wait + timeout
-        buf = b""
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                raise InfrastructureError(f"verifier worker did not start within {timeout:.0f} s",
-                                          hint="the machine may be overloaded; retry")
-            r, _, _ = select.select([fd], [], [], left)
-            if r:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    self.proc.wait()
-                    err = self._stderr_text()
-                    raise InfrastructureError(f"verifier worker exited during start-up: {err[-1500:]}",
-                                              hint="check that torch and triton import in this Python")
-                buf += chunk
-        if not buf.startswith(b"READY"):
+        got = self.proc.wait_for(READY_LINE, t_wait + timeout)
+        if got == "timeout":
             self.kill()
-            raise InfrastructureError(f"verifier worker said {buf[:200]!r} instead of READY")
+            raise InfrastructureError(f"verifier worker did not start within {timeout:.0f} s",
+                                      hint="the machine may be overloaded; retry")
+        if got == "eof":
+            self.proc.wait(10.0)
+            raise InfrastructureError(f"verifier worker exited during start-up: {self._stderr_text()[-1500:]}",
+                                      hint="check that torch and triton import in this Python")
         self._ready = True
         self.ready_wait_s = time.monotonic() - t_wait
 
@@ -153,52 +305,21 @@ class Spare:
         self.wait_ready()
         start = time.monotonic()
         deadline = start + timeout
-        try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # the worker died: EOF below, its return code says how
-        out, done, timed_out = self._read_until_done(deadline)
-        kill_group(self.proc)
-        if done:
-            returncode: int | None = 0
-            threading.Thread(target=self.proc.wait, daemon=True, name="amdkv-reap").start()
+        self.proc.send_job(json.dumps(job).encode())
+        got = self.proc.wait_for(DONE_LINE, deadline)
+        self.proc.kill()
+        returncode: int | None
+        if got == "seen":
+            returncode = 0
+            threading.Thread(target=self.proc.wait, args=(None,), daemon=True, name="amdkv-reap").start()
         else:
-            try:
-                returncode = self.proc.wait(timeout=max(1.0, deadline - time.monotonic()) if not timed_out else 10.0)
-            except subprocess.TimeoutExpired:
-                returncode = None
-        return ProcessResult(returncode, out.decode(errors="replace"), self._stderr_text(), timed_out,
+            returncode = self.proc.wait(max(1.0, deadline - time.monotonic()) if got == "eof" else 10.0)
+        return ProcessResult(returncode, self.proc.stdout_text(), self._stderr_text(), got == "timeout",
                              time.monotonic() - start)
 
-    def _read_until_done(self, deadline: float) -> tuple[bytes, bool, bool]:
-        """(stdout without the DONE line, DONE seen, timed out). Keeps the last STDOUT_KEEP_BYTES."""
-        fd = self.proc.stdout.fileno()
-        marker = DONE_LINE.encode()
-        buf = b""
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return buf, False, True
-            r, _, _ = select.select([fd], [], [], left)
-            if not r:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return buf, False, False  # EOF: the worker exited (or closed its stdout)
-            buf += chunk
-            at = buf.find(marker)
-            if at >= 0 and (at == 0 or buf[at - 1:at] == b"\n"):
-                return buf[:at] + buf[at + len(marker):], True, False
-            if len(buf) > 2 * STDOUT_KEEP_BYTES:
-                buf = buf[-STDOUT_KEEP_BYTES:]
-
     def kill(self) -> None:
-        kill_group(self.proc)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # SIGKILLed group: the kernel reaps it; don't block the pool
-            pass
+        self.proc.kill()
+        self.proc.wait(5.0)  # a SIGKILLed group the kernel has not reaped yet: don't block the pool
 
     def cleanup(self) -> None:
         self.kill()
@@ -241,7 +362,7 @@ class SparePool:
         with self._lock:
             self._closed = True
             for s in self._spares:
-                s.proc.stdin.close() if s.proc.stdin else None
+                s.proc.close_idle()
                 s.cleanup()
             self._spares.clear()
 

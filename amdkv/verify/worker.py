@@ -1,7 +1,8 @@
 """Entry point of the verifier's worker processes: `python -m amdkv.verify.worker`.
 
-A worker starts ahead of need (a *spare*): it imports torch and triton, initialises the device,
-prints READY and blocks on one JSON job from stdin. It runs that single job and exits; it is
+A worker starts ahead of need (a *spare*): it imports torch and triton (or is forked by the fork
+server that imported them, fork_server.py), initialises the device, says READY and blocks on one
+JSON job (stdin, or its channel when forked). It runs that single job and exits; it is
 never reused, so whatever a candidate does to the process dies with it.
 
 Two kinds of job:
@@ -22,12 +23,8 @@ import traceback
 from typing import Any
 
 
+READY_LINE = "READY\n"  # started up, waiting for the job
 DONE_LINE = "AMDKV-WORKER-DONE\n"  # after the report file is complete (see pool.Spare.run)
-
-
-def _emit_ready() -> None:
-    sys.stdout.write("READY\n")
-    sys.stdout.flush()
 
 
 def _prepare_device(device: str) -> None:
@@ -69,12 +66,44 @@ def _apply_gpu_memory_cap(job: dict[str, Any], device: str) -> None:
     job["_gpu_mem_fraction"] = frac
 
 
-def main() -> int:
+class _StdioChannel:
+    """The exec'd worker's link to the parent: READY/DONE lines on stdout, the job on stdin."""
+
+    def say(self, line: str) -> None:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+    def read_job(self) -> str | None:
+        return sys.stdin.readline() or None
+
+
+class _ConnectionChannel:
+    """The forked worker's link to the parent (pool.ForkedWorkerProcess): one socket carrying
+    multiprocessing Connection messages. Its stdout and stderr are files in the work dir."""
+
+    def __init__(self, fd: int) -> None:
+        from multiprocessing.connection import Connection
+
+        self.conn = Connection(fd)
+
+    def say(self, line: str) -> None:
+        self.conn.send_bytes(line.encode())
+
+    def read_job(self) -> str | None:
+        try:
+            return self.conn.recv_bytes().decode()
+        except (EOFError, OSError):
+            return None
+
+
+def serve(channel: Any, forked: bool = False) -> int:
+    """Start up, say READY, run one job, write its report, say DONE, exit without teardown."""
     device = os.environ.get("AMDKV_WORKER_DEVICE", "cpu")
     t0 = time.monotonic()
     import torch  # noqa: F401  - the point of a spare is to have paid for these imports
 
-    threads = os.environ.get("AMDKV_WORKER_THREADS")
+    # a forked worker's thread count was fixed when the fork server imported torch: set its own
+    threads = os.environ.get("AMDKV_WORKER_THREADS") or (os.environ.get("OMP_NUM_THREADS") if forked else None)
     if threads:  # many workers share the host: each one's CPU-side copies need not use every core
         torch.set_num_threads(max(1, int(threads)))
     import triton  # noqa: F401
@@ -84,10 +113,10 @@ def main() -> int:
 
     _prepare_device(device)
     startup_s = time.monotonic() - t0
-    _emit_ready()
-    line = sys.stdin.readline()
+    channel.say(READY_LINE)
+    line = channel.read_job()
     if not line:
-        return 0  # the pool shut down before giving this spare work
+        os._exit(0)  # the pool shut down before giving this spare work
     t_job = time.monotonic()
     job = json.loads(line)
     job["_startup_s"] = startup_s
@@ -109,12 +138,48 @@ def main() -> int:
     with open(tmp, "w") as fh:
         json.dump(report, fh)
     os.replace(tmp, report_path)
+    sys.stdout.flush()
     sys.stderr.flush()
     # DONE tells the parent the report is complete: it judges now and kills this process group
     # instead of waiting for the exit, whose GPU context teardown is not the candidate's time.
-    sys.stdout.write(DONE_LINE)
-    sys.stdout.flush()
+    channel.say(DONE_LINE)
     os._exit(0)  # skip interpreter teardown: a candidate's atexit hooks never run
+
+
+def main() -> int:
+    """`python -m amdkv.verify.worker`: the exec'd spare (pool.ExecWorkerProcess)."""
+    return serve(_StdioChannel())
+
+
+def forked_main(channel_fd: int, env: dict[str, str], workdir: str, stdout_path: str, stderr_path: str,
+                mem_cap_bytes: int | None) -> None:
+    """Entry of a worker forked by the fork server (fork_server.py), which imported torch and
+    Triton once. The child becomes what an exec'd worker would be: its own session (the parent
+    kills its whole group), environment, work dir, stdout/stderr files and limits. The
+    environment is replaced before anything reads it: Triton reads its settings (cache dir,
+    interpreter) on use, CUDA reads CUDA_VISIBLE_DEVICES at its first call, which happens here and
+    never in the server.
+    """
+    os.setsid()
+    import resource
+
+    if mem_cap_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (mem_cap_bytes, mem_cap_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
+                            (1, stdout_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND),
+                            (2, stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)):
+        new = os.open(path, flags, 0o600)
+        os.dup2(new, fd)
+        os.close(new)
+    os.chdir(workdir)
+    os.environ.clear()
+    os.environ.update(env)
+    import tempfile
+
+    tempfile.tempdir = None  # TMPDIR is the work dir now
+    serve(_ConnectionChannel(channel_fd), forked=True)
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,239 @@
+"""A worker fork server: one process per verifier parent that has imported torch and Triton once and
+forks each spare worker from that state.
+
+Why: an exec'd spare (`python -m amdkv.verify.worker`) starts an interpreter and imports torch and
+Triton itself, 1.6-1.8 CPU-seconds on the dev machine and several seconds on a CUDA host, for every
+candidate. On an H200 host verifying two GPUs at once those start-ups kept 32 cores 86-89% busy and
+bounded the throughput (docs/gpu.md). A fork costs milliseconds and shares the imported pages.
+
+Why not `multiprocessing`'s forkserver: it re-runs the parent's `__main__` module in every child
+(its "main module fixup"), so a user script without an `if __name__ == "__main__"` guard would run
+again inside each worker. This server imports exactly `amdkv.verify.worker_preload` and nothing
+of the parent's.
+
+Protocol (AF_UNIX SOCK_SEQPACKET, so each message is one datagram, fds ride along):
+  server -> parent  {"ready": true}                      once, after the preload imports
+  parent -> server  {"id": N, "spec": {...}} + one fd    fork a worker; the fd is its channel
+  server -> parent  {"id": N, "pid": P} or {"id": N, "error": "..."}
+  server -> parent  {"exit": P, "code": C}               a worker ended (C as Popen.returncode)
+The server never initialises a GPU and runs no threads (children of a threaded process can inherit
+held locks); it reaps children on SIGCHLD through a wake-up pipe. It exits when the parent closes
+its end. A forked child closes the server's sockets before anything else runs in it, so a candidate
+cannot ask the server for anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from amdkv.errors import InfrastructureError
+
+MAX_MESSAGE = 1 << 20
+START_TIMEOUT_S = 180.0
+
+
+# ------------------------------------------------------------------------------------------ server
+def _send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | None = None) -> None:
+    data = json.dumps(obj).encode()
+    if fds:
+        socket.send_fds(sock, [data], fds)
+    else:
+        sock.send(data)
+
+
+def _reap(sock: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _send(sock, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def serve(ctrl_fd: int) -> int:
+    """The server's loop (`python -m amdkv.verify.fork_server FD`)."""
+    import amdkv.verify.worker_preload  # noqa: F401  - the point of the server
+    from amdkv.verify import worker
+
+    sock = socket.socket(fileno=ctrl_fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
+    _send(sock, {"ready": True})
+    while True:
+        readable, _, _ = select.select([sock, wake_r], [], [])
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+            _reap(sock)
+        if sock not in readable:
+            continue
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, MAX_MESSAGE, 1)
+        except OSError:
+            return 0
+        if not msg:
+            return 0  # the parent closed its end
+        req = json.loads(msg)
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, {"id": req.get("id"), "error": f"expected one channel fd, got {len(fds)}"})
+            continue
+        pid = os.fork()
+        if pid == 0:  # the worker: drop everything that leads back to the server first
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (ctrl_fd, wake_r, wake_w):
+                os.close(fd)
+            try:
+                worker.forked_main(fds[0], **req["spec"])
+            finally:
+                os._exit(70)  # forked_main exits itself; reaching here means it raised
+        os.close(fds[0])
+        _send(sock, {"id": req["id"], "pid": pid})
+        _reap(sock)
+
+
+# ------------------------------------------------------------------------------------------ parent
+class ForkServer:
+    """The parent's handle on its fork server: `spawn()` a worker, `wait()` for its exit code.
+
+    One reader thread takes the server's messages (pids for requests, exit codes); callers wait on
+    a condition. If the server dies, every waiting spawn fails with InfrastructureError and the
+    next `shared()` call starts a new server.
+    """
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        parent_sock, server_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = parent_sock
+        self._cond = threading.Condition()
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._exits: dict[int, int] = {}
+        self._next_id = 0
+        self._alive = True
+        self._send_lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "amdkv.verify.fork_server", str(server_sock.fileno())],
+            pass_fds=[server_sock.fileno()], env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+        server_sock.close()
+        ready, _, _ = select.select([self._sock], [], [], START_TIMEOUT_S)
+        first = self._sock.recv(MAX_MESSAGE) if ready else b""
+        if not first or not json.loads(first).get("ready"):
+            self.close()
+            raise InfrastructureError("the worker fork server did not start",
+                                      hint="check that torch and triton import in this Python; "
+                                           "AMDKV_SPARE_START=exec avoids the fork server")
+        self._reader = threading.Thread(target=self._read_loop, daemon=True, name="amdkv-fork-server")
+        self._reader.start()
+
+    def _read_loop(self) -> None:
+        while True:
+            try:
+                data = self._sock.recv(MAX_MESSAGE)
+            except OSError:
+                data = b""
+            with self._cond:
+                if not data:
+                    self._alive = False
+                    self._cond.notify_all()
+                    return
+                msg = json.loads(data)
+                if "exit" in msg:
+                    self._exits[msg["exit"]] = msg["code"]
+                else:
+                    self._replies[msg["id"]] = msg
+                self._cond.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        return self._alive and self.proc.poll() is None
+
+    def spawn(self, channel_fd: int, spec: dict[str, Any], timeout: float = 60.0) -> int:
+        """Fork a worker that runs worker.forked_main(channel_fd, **spec); returns its pid."""
+        with self._cond:
+            self._next_id += 1
+            req_id = self._next_id
+        try:
+            with self._send_lock:
+                _send(self._sock, {"id": req_id, "spec": spec}, [channel_fd])
+        except OSError as exc:
+            self._alive = False
+            raise InfrastructureError(f"the worker fork server is gone: {exc}", hint="retry") from exc
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while req_id not in self._replies:
+                left = deadline - time.monotonic()
+                if not self._alive or left <= 0:
+                    raise InfrastructureError("the worker fork server did not fork a worker"
+                                              + ("" if self._alive else " (it exited)"), hint="retry")
+                self._cond.wait(left)
+            reply = self._replies.pop(req_id)
+        if "error" in reply:
+            raise InfrastructureError(f"the worker fork server refused: {reply['error']}")
+        return int(reply["pid"])
+
+    def wait(self, pid: int, timeout: float | None) -> int | None:
+        """The worker's exit code (negative: killed by that signal), or None at timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while pid not in self._exits:
+                if not self._alive:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._cond.wait(left)
+            return self._exits[pid]
+
+    def forget(self, pid: int) -> None:
+        with self._cond:
+            self._exits.pop(pid, None)
+
+    def close(self) -> None:
+        self._alive = False
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+# Settings that libraries read once at import time, so a forked worker cannot change them: the
+# server is started with the worker's values. TRITON_INTERPRET decides at import whether
+# triton.language's own @jit functions are interpreted.
+IMPORT_TIME_ENV = ("TRITON_INTERPRET",)
+
+_SHARED: dict[tuple[tuple[str, str], ...], ForkServer] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(worker_env: dict[str, str]) -> ForkServer:
+    """This process's fork server for workers whose import-time settings (IMPORT_TIME_ENV) are
+    those of `worker_env`; started on first use with this process's environment plus them."""
+    key = tuple((k, worker_env[k]) for k in IMPORT_TIME_ENV if k in worker_env)
+    with _SHARED_LOCK:
+        server = _SHARED.get(key)
+        if server is None or not server.alive:
+            env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
+            env.update(dict(key))
+            server = _SHARED[key] = ForkServer(env)
+        return server
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(sys.argv[1])))
