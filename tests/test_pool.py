@@ -3,7 +3,9 @@ waiting for the process to exit, and still gets exit codes, timeouts and stderr 
 
 The workers here are tiny Python scripts standing in for `python -m amdkv.verify.worker` so that the
 timings are the protocol's, not torch's import time; the real worker is exercised end to end by
-test_verify_cli.py and test_adversarial.py.
+test_verify_cli.py and test_adversarial.py. The last tests start real forked spares from the fork
+server (fork_server.py) and check what they hold, their exit codes, and that exec'd and forked spares
+give the same verdict.
 """
 
 from __future__ import annotations
@@ -89,3 +91,73 @@ def test_done_text_inside_a_line_is_not_the_marker():
         assert res.returncode == 5, "a DONE that does not start a line must not end the job"
     finally:
         spare.cleanup()
+
+
+# ------------------------------------------------------------------ forked spares (fork_server.py)
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            inodes.add(target)
+    return inodes
+
+
+def test_forked_spare_holds_nothing_that_leads_back_to_the_fork_server():
+    from amdkv.verify import fork_server
+
+    spare = Spare(detect_platform("cpu"), None, start="fork")
+    try:
+        spare.wait_ready()
+        server = fork_server.shared({"TRITON_INTERPRET": "1"})
+        child, srv = _socket_inodes(spare.proc.pid), _socket_inodes(server.proc.pid)
+        assert len(child) == 1, f"a forked worker should hold only its channel socket, holds {child}"
+        assert not child & srv, "the forked worker shares a socket with the fork server"
+        assert os.getpgid(spare.proc.pid) == spare.proc.pid, "a forked worker leads its own process group"
+    finally:
+        spare.cleanup()
+
+
+def test_forked_spare_exit_codes_reach_the_parent():
+    platform = detect_platform("cpu")
+    idle = Spare(platform, None, start="fork")
+    idle.wait_ready()
+    idle.proc.close_idle()  # no job: the worker exits 0
+    assert idle.proc.wait(30) == 0
+    idle.cleanup()
+    killed = Spare(platform, None, start="fork")
+    killed.wait_ready()
+    killed.proc.kill()
+    assert killed.proc.wait(30) == -9
+    killed.cleanup()
+
+
+def test_exec_and_fork_spares_give_the_same_verdict(monkeypatch):
+    from amdkv.tasks.builtin import solution_path
+    from amdkv.tasks.suites import load_suite
+    from amdkv.verify.verifier import Verifier
+
+    task = next(t for t in load_suite("builtin:all") if t.id == "l1_relu")
+    verdicts = {}
+    for method in ("exec", "fork"):
+        monkeypatch.setenv("AMDKV_SPARE_START", method)
+        with Verifier("cpu") as verifier:
+            verdicts[method] = verifier.verify(task, solution_path(task.id, "triton"))
+    assert verdicts["exec"].status == verdicts["fork"].status == "ok"
+    assert verdicts["exec"].cases[0].max_abs_err == verdicts["fork"].cases[0].max_abs_err
+
+
+def test_unknown_start_method_is_a_clear_error(monkeypatch):
+    from amdkv.errors import InfrastructureError
+    from amdkv.verify.pool import spare_start_method
+
+    monkeypatch.setenv("AMDKV_SPARE_START", "spawn")
+    try:
+        spare_start_method(detect_platform("cpu"))
+    except InfrastructureError as exc:
+        assert "fork" in str(exc) and "exec" in str(exc)
+    else:
+        raise AssertionError("AMDKV_SPARE_START=spawn was accepted")
