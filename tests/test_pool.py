@@ -161,3 +161,34 @@ def test_unknown_start_method_is_a_clear_error(monkeypatch):
         assert "fork" in str(exc) and "exec" in str(exc)
     else:
         raise AssertionError("AMDKV_SPARE_START=spawn was accepted")
+
+
+def test_run_python_module_forked_and_exec_behave_alike(monkeypatch, tmp_path):
+    """sandbox.run_python_module: exit code, stdout, stderr, argv, environment, cwd and the timeout
+    are the same whether the module runs forked from the fork server or exec'd."""
+    from amdkv.verify.sandbox import run_python_module
+
+    pkg = tmp_path / "mods"
+    pkg.mkdir()
+    (pkg / "amdkv_test_child.py").write_text(
+        "import os, sys, time\n"
+        "print('out', sys.argv[1:], os.environ.get('AMDKV_TEST_MARK'), os.getcwd())\n"
+        "print('err text', file=sys.stderr)\n"
+        "if sys.argv[1] == 'sleep':\n    time.sleep(60)\n"
+        "sys.exit(int(sys.argv[1]) if sys.argv[1].isdigit() else 'bad: ' + sys.argv[1])\n")
+    env = dict(os.environ, AMDKV_TEST_MARK="mark-42",
+               PYTHONPATH=os.pathsep.join([str(pkg), os.environ.get("PYTHONPATH", "")]))
+    for method in ("exec", "fork"):
+        monkeypatch.setenv("AMDKV_SPARE_START", method)
+        work = tmp_path / method
+        work.mkdir()
+        res = run_python_module("amdkv_test_child", ["3"], timeout=60, env=env, cwd=str(work))
+        assert res.returncode == 3 and not res.timed_out, (method, res)
+        assert "out ['3'] mark-42" in res.stdout and str(work) in res.stdout, (method, res.stdout)
+        assert "err text" in res.stderr, method
+        res = run_python_module("amdkv_test_child", ["oops"], timeout=60, env=env, cwd=str(work))
+        assert res.returncode == 1 and "bad: oops" in res.stderr, (method, res)
+        t0 = time.monotonic()
+        res = run_python_module("amdkv_test_child", ["sleep"], timeout=2, env=env, cwd=str(work))
+        assert res.timed_out and time.monotonic() - t0 < 30, (method, res)
+        assert sorted(p.name for p in work.iterdir()) == [], f"{method} left files in the work dir"

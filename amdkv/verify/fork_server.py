@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from amdkv.errors import InfrastructureError
 
@@ -61,10 +61,66 @@ def _reap(sock: socket.socket) -> None:
         _send(sock, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
+def _isolate(env: dict[str, str], cwd: str, stdout_path: str, stderr_path: str, mem_cap_bytes: int | None) -> None:
+    """Make a freshly forked child what an exec'd process started by sandbox.run_process would be:
+    its own session (the parent kills its whole group), limits, stdin from /dev/null, stdout and
+    stderr to files, its work dir and environment. The environment is replaced before anything
+    reads it: Triton reads its settings (cache dir) on use, CUDA reads CUDA_VISIBLE_DEVICES at its
+    first call, which happens in the child and never in the server."""
+    os.setsid()
+    import resource
+    import tempfile
+
+    if mem_cap_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (mem_cap_bytes, mem_cap_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
+                            (1, stdout_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND),
+                            (2, stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)):
+        new = os.open(path, flags, 0o600)
+        os.dup2(new, fd)
+        os.close(new)
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = None  # re-read TMPDIR
+
+
+def _child_main(spec: dict[str, Any], fds: list[int]) -> None:
+    """What a forked child runs: a spare worker (kind "worker", `fds` = its channel) or a module's
+    `__main__` with arguments (kind "module", like `python -m MODULE ARGS...`)."""
+    _isolate(spec["env"], spec["cwd"], spec["stdout_path"], spec["stderr_path"], spec.get("mem_cap_bytes"))
+    if spec["kind"] == "worker":
+        from amdkv.verify import worker
+
+        worker.serve_forked(fds[0])
+    import runpy
+    import traceback
+
+    # like `python -m` with this environment: its PYTHONPATH entries first (the server's sys.path
+    # came from the parent's environment at the server's start)
+    for entry in reversed([p for p in spec["env"].get("PYTHONPATH", "").split(os.pathsep) if p]):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    sys.argv = [spec["module"]] + list(spec.get("args", []))
+    code = 0
+    try:
+        runpy.run_module(spec["module"], run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - like an interpreter's uncaught exception
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def serve(ctrl_fd: int) -> int:
     """The server's loop (`python -m amdkv.verify.fork_server FD`)."""
     import amdkv.verify.worker_preload  # noqa: F401  - the point of the server
-    from amdkv.verify import worker
 
     sock = socket.socket(fileno=ctrl_fd)
     wake_r, wake_w = os.pipe()
@@ -86,22 +142,25 @@ def serve(ctrl_fd: int) -> int:
         if not msg:
             return 0  # the parent closed its end
         req = json.loads(msg)
-        if len(fds) != 1:
+        spec = req.get("spec") or {}
+        want_fds = 1 if spec.get("kind") == "worker" else 0
+        if len(fds) != want_fds or spec.get("kind") not in ("worker", "module"):
             for fd in fds:
                 os.close(fd)
-            _send(sock, {"id": req.get("id"), "error": f"expected one channel fd, got {len(fds)}"})
+            _send(sock, {"id": req.get("id"), "error": f"bad request: kind {spec.get('kind')!r} with {len(fds)} fd(s)"})
             continue
         pid = os.fork()
-        if pid == 0:  # the worker: drop everything that leads back to the server first
+        if pid == 0:  # the child: drop everything that leads back to the server first
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             for fd in (ctrl_fd, wake_r, wake_w):
                 os.close(fd)
             try:
-                worker.forked_main(fds[0], **req["spec"])
+                _child_main(spec, fds)
             finally:
-                os._exit(70)  # forked_main exits itself; reaching here means it raised
-        os.close(fds[0])
+                os._exit(70)  # _child_main exits itself; reaching here means it raised
+        for fd in fds:
+            os.close(fd)
         _send(sock, {"id": req["id"], "pid": pid})
         _reap(sock)
 
@@ -160,14 +219,14 @@ class ForkServer:
     def alive(self) -> bool:
         return self._alive and self.proc.poll() is None
 
-    def spawn(self, channel_fd: int, spec: dict[str, Any], timeout: float = 60.0) -> int:
-        """Fork a worker that runs worker.forked_main(channel_fd, **spec); returns its pid."""
+    def spawn(self, spec: dict[str, Any], channel_fd: int | None = None, timeout: float = 60.0) -> int:
+        """Fork a child for `spec` (see _child_main); returns its pid. A worker gets `channel_fd`."""
         with self._cond:
             self._next_id += 1
             req_id = self._next_id
         try:
             with self._send_lock:
-                _send(self._sock, {"id": req_id, "spec": spec}, [channel_fd])
+                _send(self._sock, {"id": req_id, "spec": spec}, [channel_fd] if channel_fd is not None else None)
         except OSError as exc:
             self._alive = False
             raise InfrastructureError(f"the worker fork server is gone: {exc}", hint="retry") from exc
@@ -233,6 +292,73 @@ def shared(worker_env: dict[str, str]) -> ForkServer:
             env.update(dict(key))
             server = _SHARED[key] = ForkServer(env)
         return server
+
+
+def start_method(interpreter: bool | None = None) -> str:
+    """'fork' or 'exec' for the verifier's Python workers, from AMDKV_SPARE_START (auto|fork|exec).
+
+    auto: fork where verification runs on the CPU interpreter (measured, docs/verifier.md), exec
+    where a GPU is used (`interpreter` None: when torch sees none), until the forked path has run
+    on a GPU: a forked worker initialises CUDA itself, which is sound because the server never
+    does, but no GPU has run it yet."""
+    choice = (os.environ.get("AMDKV_SPARE_START") or "auto").strip().lower()
+    if choice not in ("auto", "fork", "exec"):
+        raise InfrastructureError(f"AMDKV_SPARE_START={choice!r} is not one of auto, fork, exec",
+                                  hint="unset it, or set it to fork or exec")
+    if choice != "auto":
+        return choice
+    if interpreter is None:
+        import torch
+
+        interpreter = not torch.cuda.is_available()
+    return "fork" if interpreter else "exec"
+
+
+def kill_forked(pid: int, *, exited: bool) -> None:
+    """SIGKILL a forked child's process group (it ran setsid), and the child itself by pid while it
+    has not exited (it may be killed before its setsid). An exited child's pid is not signalled:
+    it may belong to another process by now."""
+    targets = [os.killpg] + ([] if exited else [os.kill])
+    for kill in targets:
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: str,
+               max_address_space_bytes: int | None = None) -> Any:
+    """`python -m MODULE ARGS` in a child forked from the fork server, like sandbox.run_process:
+    own process group killed at the end, address-space cap, stdout/stderr captured (through files
+    in `cwd`). Returns a sandbox.ProcessResult."""
+    import tempfile
+
+    from amdkv.verify.sandbox import ProcessResult
+
+    start = time.monotonic()
+    server = shared(env)
+    fd_out, out_path = tempfile.mkstemp(prefix="amdkv-fork-out-", dir=cwd)
+    fd_err, err_path = tempfile.mkstemp(prefix="amdkv-fork-err-", dir=cwd)
+    os.close(fd_out)
+    os.close(fd_err)
+    try:
+        pid = server.spawn({"kind": "module", "module": module, "args": list(args), "env": env, "cwd": cwd,
+                            "stdout_path": out_path, "stderr_path": err_path,
+                            "mem_cap_bytes": max_address_space_bytes})
+        code = server.wait(pid, timeout)
+        timed_out = code is None
+        kill_forked(pid, exited=not timed_out)  # grandchildren die with the group
+        if timed_out:
+            code = server.wait(pid, 10.0)
+        server.forget(pid)
+        with open(out_path, errors="replace") as fo, open(err_path, errors="replace") as fe:
+            return ProcessResult(code, fo.read(), fe.read(), timed_out, time.monotonic() - start)
+    finally:
+        for path in (out_path, err_path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 if __name__ == "__main__":

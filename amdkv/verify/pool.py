@@ -11,7 +11,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -156,9 +155,9 @@ class ForkedWorkerProcess:
         self.stdout_path = os.path.join(workdir, "worker_stdout.txt")
         ours, theirs = socket.socketpair()
         try:
-            self.pid = self.server.spawn(theirs.fileno(), {
-                "env": env, "workdir": workdir, "stdout_path": self.stdout_path,
-                "stderr_path": stderr_path, "mem_cap_bytes": mem_cap_bytes})
+            self.pid = self.server.spawn({
+                "kind": "worker", "env": env, "cwd": workdir, "stdout_path": self.stdout_path,
+                "stderr_path": stderr_path, "mem_cap_bytes": mem_cap_bytes}, channel_fd=theirs.fileno())
         finally:
             theirs.close()
         self.conn = Connection(ours.detach())
@@ -208,14 +207,9 @@ class ForkedWorkerProcess:
             self._wait_lock.release()
 
     def kill(self) -> None:
-        if self._code is not None:
-            return  # reaped: the pid may belong to someone else by now
-        # its own group once it ran setsid; a child killed before that is killed by pid
-        for target, kill in ((self.pid, os.killpg), (self.pid, os.kill)):
-            try:
-                kill(target, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        from amdkv.verify.fork_server import kill_forked
+
+        kill_forked(self.pid, exited=self._code is not None)
 
     def close_idle(self) -> None:
         try:
@@ -225,18 +219,10 @@ class ForkedWorkerProcess:
 
 
 def spare_start_method(platform: PlatformInfo) -> str:
-    """'fork' (from the fork server) or 'exec', from AMDKV_SPARE_START (auto | fork | exec).
+    """'fork' or 'exec' for this platform's spares (fork_server.start_method)."""
+    from amdkv.verify.fork_server import start_method
 
-    auto: fork on the CPU interpreter platform, where it was measured (docs/verifier.md); exec on
-    GPUs until the forked path has run on one (a forked worker initialises CUDA itself, which is
-    sound because the server never does, but no GPU has run it yet)."""
-    choice = (os.environ.get("AMDKV_SPARE_START") or "auto").strip().lower()
-    if choice not in ("auto", "fork", "exec"):
-        raise InfrastructureError(f"AMDKV_SPARE_START={choice!r} is not one of auto, fork, exec",
-                                  hint="unset it, or set it to fork or exec")
-    if choice == "auto":
-        return "fork" if platform.interpreter else "exec"
-    return choice
+    return start_method(platform.interpreter)
 
 
 class Spare:

@@ -79,3 +79,19 @@ def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] |
     finally:
         kill_group(proc)  # grandchildren left behind die with the group
     return ProcessResult(proc.returncode, out or "", err or "", timed_out, time.monotonic() - start)
+
+
+def run_python_module(module: str, args: Sequence[str], *, timeout: float, env: Mapping[str, str],
+                      cwd: str, max_address_space_bytes: int | None = None) -> ProcessResult:
+    """`python -m MODULE ARGS` under the same rules as run_process, forked from the worker fork
+    server when fork_server.start_method() says so (it has torch and Triton imported already),
+    else exec'd. For the verifier's run-once workers: HIP source capture, Triton AMD compiles."""
+    import sys
+
+    from amdkv.verify import fork_server
+
+    if fork_server.start_method() == "fork":
+        return fork_server.run_module(module, args, timeout=timeout, env=dict(env), cwd=cwd,
+                                      max_address_space_bytes=max_address_space_bytes)
+    return run_process([sys.executable, "-m", module, *args], timeout=timeout, env=env, cwd=cwd,
+                       max_address_space_bytes=max_address_space_bytes)

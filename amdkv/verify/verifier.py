@@ -316,8 +316,6 @@ class Verifier:
         report = json.loads(Path(report_path).read_text()) if os.path.isfile(report_path) else None
         outputs = None
         if report is not None and not report.get("fatal") and os.path.isfile(outputs_path):
-            import torch
-
             try:
                 outputs = load_tensor_file(outputs_path)
             except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
@@ -381,8 +379,6 @@ class Verifier:
                                 diag=f"the outputs are not plain tensors: {report.get('load_error')}")
         v.compiled = True
         statuses = []
-        import torch
-
         for case in cases:
             r = refs[case.name]
             crep = next((c for c in report["cases"] if c["name"] == case.name), None)

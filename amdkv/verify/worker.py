@@ -151,33 +151,10 @@ def main() -> int:
     return serve(_StdioChannel())
 
 
-def forked_main(channel_fd: int, env: dict[str, str], workdir: str, stdout_path: str, stderr_path: str,
-                mem_cap_bytes: int | None) -> None:
-    """Entry of a worker forked by the fork server (fork_server.py), which imported torch and
-    Triton once. The child becomes what an exec'd worker would be: its own session (the parent
-    kills its whole group), environment, work dir, stdout/stderr files and limits. The
-    environment is replaced before anything reads it: Triton reads its settings (cache dir,
-    interpreter) on use, CUDA reads CUDA_VISIBLE_DEVICES at its first call, which happens here and
-    never in the server.
-    """
-    os.setsid()
-    import resource
-
-    if mem_cap_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (mem_cap_bytes, mem_cap_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
-                            (1, stdout_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND),
-                            (2, stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)):
-        new = os.open(path, flags, 0o600)
-        os.dup2(new, fd)
-        os.close(new)
-    os.chdir(workdir)
-    os.environ.clear()
-    os.environ.update(env)
-    import tempfile
-
-    tempfile.tempdir = None  # TMPDIR is the work dir now
+def serve_forked(channel_fd: int) -> None:
+    """Entry of a worker forked by the fork server (fork_server.py), after it isolated the child
+    (own session, environment, work dir, stdout/stderr files, limits): the job loop over the
+    socket `channel_fd` instead of stdin/stdout."""
     serve(_ConnectionChannel(channel_fd), forked=True)
     os._exit(0)
 

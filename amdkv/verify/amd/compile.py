@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from amdkv.errors import InfrastructureError
 from amdkv.verify.amd.triton_capture import capture_key
-from amdkv.verify.sandbox import run_process
+from amdkv.verify.sandbox import run_python_module
 from amdkv.verify.verdict import ArchResources
 
 WORKER_MODULE = "amdkv.verify.amd.triton_compile_worker"
@@ -47,8 +46,8 @@ def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dic
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "triton-cache")  # private: the candidate runs here
         env["PYTHONPATH"] = os.pathsep.join([REPO_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        res = run_process([sys.executable, "-m", WORKER_MODULE, str(job), str(out)], timeout=timeout, env=env,
-                          cwd=tmp, max_address_space_bytes=max_address_space_bytes)
+        res = run_python_module(WORKER_MODULE, [str(job), str(out)], timeout=timeout, env=env,
+                                cwd=tmp, max_address_space_bytes=max_address_space_bytes)
         if res.timed_out:
             why = f"AMD compile timed out after {timeout:.0f} s"
         elif res.returncode == 3:

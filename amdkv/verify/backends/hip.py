@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Sequence
 
 from amdkv.verify.backends.hip_sources import (TranslationUnit, device_only_source, global_kernel_names,
                                                 translation_units)
-from amdkv.verify.sandbox import run_process
+from amdkv.verify.sandbox import run_python_module
 from amdkv.verify.verdict import ArchResources
 
 REPO_ROOT = str(Path(__file__).resolve().parents[3])
@@ -37,13 +36,14 @@ def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.P
     """
     with tempfile.TemporaryDirectory(prefix="amdkv-hipcap-") as tmp:
         out = Path(tmp) / "out.json"
-        argv = [sys.executable, "-m", CAPTURE_WORKER, str(Path(candidate_path).resolve()), str(out)]
+        args = [str(Path(candidate_path).resolve()), str(out)]
         if task_path:
-            argv.append(str(Path(task_path).resolve()))
+            args.append(str(Path(task_path).resolve()))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([REPO_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env["TORCH_EXTENSIONS_DIR"] = str(Path(tmp) / "torch_ext")
-        res = run_process(argv, timeout=timeout, env=env, cwd=tmp, max_address_space_bytes=16 << 30)
+        res = run_python_module(CAPTURE_WORKER, args, timeout=timeout, env=env, cwd=tmp,
+                                max_address_space_bytes=16 << 30)
         if res.returncode == 0 and out.is_file():
             data = json.loads(out.read_text())
             data["worker_error"] = None
