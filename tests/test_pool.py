@@ -16,7 +16,8 @@ import tempfile
 import time
 
 from amdkv.verify.platform import detect_platform
-from amdkv.verify.pool import STDOUT_KEEP_BYTES, ExecWorkerProcess, Spare
+from amdkv.verify.pool import Spare
+from amdkv.verify.worker_process import STDOUT_KEEP_BYTES, ExecWorkerProcess
 from amdkv.verify.worker import DONE_LINE
 
 

@@ -2,18 +2,15 @@
 
 Speed comes from having torch imported and the device initialised before a candidate arrives,
 not from reusing a process (DESIGN.md section 2). Each spare has its own process group, temp
-dir, Triton cache dir and torch-extensions dir, and (on CPU) an address-space cap.
+dir, Triton cache dir and torch-extensions dir, and (on CPU) an address-space cap. A spare is
+exec'd or forked from the fork server (worker_process.py, fork_server.py; AMDKV_SPARE_START).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,13 +19,13 @@ from typing import Any
 
 from amdkv.errors import InfrastructureError
 from amdkv.verify.platform import PlatformInfo
-from amdkv.verify.sandbox import ProcessResult, kill_group, memory_cap_preexec
+from amdkv.verify.sandbox import ProcessResult
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker import DONE_LINE, READY_LINE
+from amdkv.verify.worker_process import (STDERR_KEEP_BYTES, ExecWorkerProcess, ForkedWorkerProcess,
+                                         tail_bytes)
 
 READY_TIMEOUT_S = 120.0
-STDOUT_KEEP_BYTES = 1 << 20  # a candidate that floods stdout/stderr is judged on what it printed last
-STDERR_KEEP_BYTES = 1 << 20
 
 
 def _repo_root_for_pythonpath() -> str:
@@ -65,157 +62,6 @@ def default_gpu_mem_fraction(concurrent: int) -> float:
     """Share of a GPU's memory one candidate may use when `concurrent` candidates share the GPU
     (15% kept for the reference worker, the CUDA contexts and the cache-flush buffers)."""
     return round(max(0.05, 0.85 / max(1, concurrent)), 4)
-
-
-def _tail(path: str, keep: int) -> bytes:
-    """The last `keep` bytes of a file (empty when it is missing)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, os.path.getsize(path) - keep))
-            return fh.read()
-    except OSError:
-        return b""
-
-
-class ExecWorkerProcess:
-    """A worker started as `python -m amdkv.verify.worker`: it pays for its interpreter and for
-    importing torch and Triton itself, and shares nothing with any other process."""
-
-    def __init__(self, env: dict[str, str], workdir: str, stderr_path: str, mem_cap_bytes: int | None,
-                 argv: list[str] | None = None) -> None:
-        # stderr goes to a file, not a pipe: after DONE the parent reads it without waiting for
-        # the process to exit (nothing can block on a full pipe either).
-        with open(stderr_path, "wb") as err_fh:
-            self.popen = subprocess.Popen(
-                argv or [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=workdir,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
-                start_new_session=True, preexec_fn=memory_cap_preexec(mem_cap_bytes))
-        self.pid = self.popen.pid
-        self._out = b""
-
-    def send_job(self, data: bytes) -> None:
-        try:
-            self.popen.stdin.write(data + b"\n")
-            self.popen.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # the worker died: EOF comes next, its return code says how
-
-    def wait_for(self, marker: str, deadline: float) -> str:
-        """'seen', 'eof' or 'timeout'. stdout read on the way is kept (the last STDOUT_KEEP_BYTES);
-        the marker counts only at the start of a line."""
-        fd = self.popen.stdout.fileno()
-        mark = marker.encode()
-        while True:
-            at = self._out.find(mark)
-            if at >= 0 and (at == 0 or self._out[at - 1:at] == b"\n"):
-                self._out = self._out[:at] + self._out[at + len(mark):]
-                return "seen"
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "timeout"
-            r, _, _ = select.select([fd], [], [], left)
-            if not r:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return "eof"
-            self._out += chunk
-            if len(self._out) > 2 * STDOUT_KEEP_BYTES:
-                self._out = self._out[-STDOUT_KEEP_BYTES:]
-
-    def stdout_text(self) -> str:
-        return self._out.decode(errors="replace")
-
-    def wait(self, timeout: float | None) -> int | None:
-        try:
-            return self.popen.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def kill(self) -> None:
-        kill_group(self.popen)
-
-    def close_idle(self) -> None:
-        """Tell a spare that never got a job to exit."""
-        if self.popen.stdin and not self.popen.stdin.closed:
-            self.popen.stdin.close()
-
-
-class ForkedWorkerProcess:
-    """A worker forked by this process's fork server (fork_server.py), which imported torch and
-    Triton once: a spare costs a fork instead of an interpreter start and those imports. It talks
-    to the parent over a socket (READY, the job, DONE) and writes stdout/stderr to files."""
-
-    def __init__(self, env: dict[str, str], workdir: str, stderr_path: str, mem_cap_bytes: int | None) -> None:
-        from multiprocessing.connection import Connection
-
-        from amdkv.verify import fork_server
-
-        self.server = fork_server.shared(env)
-        self.stdout_path = os.path.join(workdir, "worker_stdout.txt")
-        ours, theirs = socket.socketpair()
-        try:
-            self.pid = self.server.spawn({
-                "kind": "worker", "env": env, "cwd": workdir, "stdout_path": self.stdout_path,
-                "stderr_path": stderr_path, "mem_cap_bytes": mem_cap_bytes}, channel_fd=theirs.fileno())
-        finally:
-            theirs.close()
-        self.conn = Connection(ours.detach())
-        self._code: int | None = None
-        self._wait_lock = threading.Lock()
-
-    def send_job(self, data: bytes) -> None:
-        try:
-            self.conn.send_bytes(data)
-        except OSError:
-            pass  # the worker died: EOF comes next
-
-    def wait_for(self, marker: str, deadline: float) -> str:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "timeout"
-            try:
-                if not self.conn.poll(left):
-                    continue
-                msg = self.conn.recv_bytes().decode(errors="replace")
-            except (EOFError, OSError):
-                return "eof"
-            if msg == marker:
-                return "seen"
-
-    def stdout_text(self) -> str:
-        return _tail(self.stdout_path, STDOUT_KEEP_BYTES).decode(errors="replace")
-
-    def wait(self, timeout: float | None) -> int | None:
-        # One thread at a time asks the server (the reaper and cleanup may both wait): the exit code
-        # is handed out once, then kept here.
-        if not self._wait_lock.acquire(timeout=-1 if timeout is None else timeout):
-            return self._code
-        try:
-            if self._code is None:
-                code = self.server.wait(self.pid, timeout)
-                if code is not None:
-                    self._code = code
-                    self.server.forget(self.pid)
-                    try:
-                        self.conn.close()
-                    except OSError:
-                        pass
-            return self._code
-        finally:
-            self._wait_lock.release()
-
-    def kill(self) -> None:
-        from amdkv.verify.fork_server import kill_forked
-
-        kill_forked(self.pid, exited=self._code is not None)
-
-    def close_idle(self) -> None:
-        try:
-            self.conn.close()
-        except OSError:
-            pass
 
 
 def spare_start_method(platform: PlatformInfo) -> str:
@@ -264,7 +110,7 @@ class Spare:
         self.ready_wait_s = 0.0  # how long a job waited for this spare's start-up (0 when it was ready)
 
     def _stderr_text(self) -> str:
-        return _tail(self.stderr_path, STDERR_KEEP_BYTES).decode(errors="replace")
+        return tail_bytes(self.stderr_path, STDERR_KEEP_BYTES).decode(errors="replace")
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         """Block until the worker said READY (torch/triton imported, device set up)."""
