@@ -193,3 +193,51 @@ def test_run_python_module_forked_and_exec_behave_alike(monkeypatch, tmp_path):
         res = run_python_module("amdkv_test_child", ["sleep"], timeout=2, env=env, cwd=str(work))
         assert res.timed_out and time.monotonic() - t0 < 30, (method, res)
         assert sorted(p.name for p in work.iterdir()) == [], f"{method} left files in the work dir"
+
+
+def test_a_forked_spare_that_cannot_start_falls_back_to_exec(monkeypatch):
+    """A fork-server problem costs speed, never verdicts: the spare is exec'd instead and says why."""
+    from amdkv.errors import InfrastructureError
+    from amdkv.verify import fork_server
+
+    def broken_server(env):
+        raise InfrastructureError("simulated: the fork server did not start")
+
+    monkeypatch.setattr(fork_server, "shared", broken_server)
+    spare = Spare(detect_platform("cpu"), None, start="fork")
+    try:
+        assert spare.start_method == "exec" and "simulated" in (spare.fork_failure or "")
+        spare.wait_ready()
+        assert isinstance(spare.proc, ExecWorkerProcess)
+    finally:
+        spare.cleanup()
+
+
+def test_a_forked_spare_that_dies_starting_up_is_replaced_by_an_exec_one():
+    """A device this machine lacks makes the worker die before READY, forked or exec'd: the forked
+    one is replaced by an exec'd one, which then fails the same way with a clear error."""
+    from amdkv.errors import InfrastructureError
+
+    spare = Spare(detect_platform("cpu"), None, start="fork", extra_env={"AMDKV_WORKER_DEVICE": "cuda:77"})
+    try:
+        try:
+            spare.wait_ready(timeout=60)
+        except InfrastructureError as exc:
+            assert "start-up" in str(exc)
+        else:
+            raise AssertionError("a worker for cuda:77 started")
+        assert spare.start_method == "exec" and "start-up" in (spare.fork_failure or "")
+    finally:
+        spare.cleanup()
+
+
+def test_verdicts_name_how_the_worker_was_started(monkeypatch):
+    from amdkv.tasks.builtin import solution_path
+    from amdkv.tasks.suites import load_suite
+    from amdkv.verify.verifier import Verifier
+
+    task = next(t for t in load_suite("builtin:all") if t.id == "l1_relu")
+    monkeypatch.setenv("AMDKV_SPARE_START", "fork")
+    with Verifier("cpu") as verifier:
+        verdict = verifier.verify(task, solution_path(task.id, "triton"))
+    assert verdict.status == "ok" and verdict.env["spare_start"] == "fork"

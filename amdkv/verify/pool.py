@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -26,6 +27,7 @@ from amdkv.verify.worker_process import (STDERR_KEEP_BYTES, ExecWorkerProcess, F
                                          tail_bytes)
 
 READY_TIMEOUT_S = 120.0
+_FORK_FALLBACK_SAID = False
 
 
 def _repo_root_for_pythonpath() -> str:
@@ -102,12 +104,33 @@ class Spare:
         env.update(extra_env or {})
         self.started = time.monotonic()
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
-        self.start_method = start or spare_start_method(platform)
-        kind = ForkedWorkerProcess if self.start_method == "fork" else ExecWorkerProcess
+        self._env = env
         # an address-space cap only where no GPU runtime reserves huge ranges (sandbox.memory_cap_preexec)
-        self.proc = kind(env, self.workdir, self.stderr_path, mem_cap_bytes if platform.interpreter else None)
+        self._mem_cap = mem_cap_bytes if platform.interpreter else None
+        self.start_method = start or spare_start_method(platform)
+        self.fork_failure: str | None = None  # why this spare runs exec'd although fork was asked for
+        self.proc: ExecWorkerProcess | ForkedWorkerProcess
+        if self.start_method == "fork":
+            try:
+                self.proc = ForkedWorkerProcess(env, self.workdir, self.stderr_path, self._mem_cap)
+            except InfrastructureError as exc:
+                self._fall_back_to_exec(f"the fork server could not fork it: {exc}")
+        else:
+            self.proc = ExecWorkerProcess(env, self.workdir, self.stderr_path, self._mem_cap)
         self._ready = False
         self.ready_wait_s = 0.0  # how long a job waited for this spare's start-up (0 when it was ready)
+
+    def _fall_back_to_exec(self, why: str) -> None:
+        """A forked spare that cannot start is replaced by an exec'd one, so a fork-server problem
+        costs speed, never verdicts. Said once per process on stderr and kept in `fork_failure`."""
+        global _FORK_FALLBACK_SAID
+        if not _FORK_FALLBACK_SAID:
+            _FORK_FALLBACK_SAID = True
+            print(f"amdkv: forked spare failed ({why[:500]}); using exec'd spares where that happens "
+                  "(AMDKV_SPARE_START=exec avoids the fork server)", file=sys.stderr, flush=True)
+        self.fork_failure = why
+        self.start_method = "exec"
+        self.proc = ExecWorkerProcess(self._env, self.workdir, self.stderr_path, self._mem_cap)
 
     def _stderr_text(self) -> str:
         return tail_bytes(self.stderr_path, STDERR_KEEP_BYTES).decode(errors="replace")
@@ -118,6 +141,10 @@ class Spare:
             return
         t_wait = time.monotonic()
         got = self.proc.wait_for(READY_LINE, t_wait + timeout)
+        if got == "eof" and self.start_method == "fork":  # died starting up: try the exec'd way once
+            code = self.proc.wait(10.0)
+            self._fall_back_to_exec(f"it exited during start-up (code {code}): {self._stderr_text()[-1000:]}")
+            got = self.proc.wait_for(READY_LINE, t_wait + timeout)
         if got == "timeout":
             self.kill()
             raise InfrastructureError(f"verifier worker did not start within {timeout:.0f} s",

@@ -312,6 +312,7 @@ class Verifier:
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
         proc.ready_wait_s = spare.ready_wait_s  # type: ignore[attr-defined]
+        proc.spare_start = spare.start_method + (" (fork failed)" if spare.fork_failure else "")  # type: ignore[attr-defined]
         load0 = time.monotonic()
         report = json.loads(Path(report_path).read_text()) if os.path.isfile(report_path) else None
         outputs = None
@@ -340,6 +341,8 @@ class Verifier:
                report: dict | None, outputs: dict | None, proc: Any) -> None:
         """Statuses from the candidate's report and outputs; timed as `judge_s` because it runs in
         this (parent) process for every GPU's candidates, so it bounds the throughput of the host."""
+        if getattr(proc, "spare_start", None):  # how the candidate's process was started (fork/exec)
+            v.env["spare_start"] = proc.spare_start
         # parts of candidate_s, recorded here because every language's path judges through here
         for attr in ("outputs_load_s", "ready_wait_s"):
             if getattr(proc, attr, None) is not None:
