@@ -288,7 +288,9 @@ def shared(worker_env: dict[str, str]) -> ForkServer:
     with _SHARED_LOCK:
         server = _SHARED.get(key)
         if server is None or not server.alive:
-            env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
+            from amdkv.verify.sandbox import with_package_on_path
+
+            env = with_package_on_path({k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV})
             env.update(dict(key))
             server = _SHARED[key] = ForkServer(env)
         return server

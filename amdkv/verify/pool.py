@@ -15,12 +15,11 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from amdkv.errors import InfrastructureError
 from amdkv.verify.platform import PlatformInfo
-from amdkv.verify.sandbox import ProcessResult
+from amdkv.verify.sandbox import ProcessResult, with_package_on_path
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker import DONE_LINE, READY_LINE
 from amdkv.verify.worker_process import (STDERR_KEEP_BYTES, ExecWorkerProcess, ForkedWorkerProcess,
@@ -28,13 +27,6 @@ from amdkv.verify.worker_process import (STDERR_KEEP_BYTES, ExecWorkerProcess, F
 
 READY_TIMEOUT_S = 120.0
 _FORK_FALLBACK_SAID = False
-
-
-def _repo_root_for_pythonpath() -> str:
-    """The folder that holds the `amdkv` package, so workers import the same code."""
-    import amdkv
-
-    return str(Path(amdkv.__file__).resolve().parent.parent)
 
 
 _LOCK_KEYS: dict[str, str] = {}
@@ -81,14 +73,13 @@ class Spare:
                  start: str | None = None) -> None:
         self.platform = platform
         self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
-        env = dict(os.environ)
+        env = with_package_on_path(os.environ)
         env.update({
             "AMDKV_WORKER_DEVICE": platform.device,
             "TRITON_CACHE_DIR": os.path.join(self.workdir, "triton_cache"),
             "TORCH_EXTENSIONS_DIR": os.path.join(self.workdir, "torch_extensions"),
             "TMPDIR": self.workdir,
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": os.pathsep.join([_repo_root_for_pythonpath()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]),
         })
         if platform.interpreter:
             env["TRITON_INTERPRET"] = "1"

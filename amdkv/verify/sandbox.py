@@ -81,6 +81,23 @@ def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] |
     return ProcessResult(proc.returncode, out or "", err or "", timed_out, time.monotonic() - start)
 
 
+def package_root() -> str:
+    """The folder that holds the `amdkv` package, so every worker imports the same code."""
+    from pathlib import Path
+
+    import amdkv
+
+    return str(Path(amdkv.__file__).resolve().parent.parent)
+
+
+def with_package_on_path(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `env` whose PYTHONPATH starts with package_root()."""
+    out = dict(env)
+    rest = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
+    out["PYTHONPATH"] = os.pathsep.join([package_root()] + rest)
+    return out
+
+
 def run_python_module(module: str, args: Sequence[str], *, timeout: float, env: Mapping[str, str],
                       cwd: str, max_address_space_bytes: int | None = None) -> ProcessResult:
     """`python -m MODULE ARGS` under the same rules as run_process, forked from the worker fork

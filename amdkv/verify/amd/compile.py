@@ -15,11 +15,10 @@ from typing import Sequence
 
 from amdkv.errors import InfrastructureError
 from amdkv.verify.amd.triton_capture import capture_key
-from amdkv.verify.sandbox import run_python_module
+from amdkv.verify.sandbox import run_python_module, with_package_on_path
 from amdkv.verify.verdict import ArchResources
 
 WORKER_MODULE = "amdkv.verify.amd.triton_compile_worker"
-REPO_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 def _distinct_kernels(captures: list[dict]) -> list[str]:
@@ -45,7 +44,7 @@ def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dic
                                    "captures": captures, "archs": archs}, default=str))
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "triton-cache")  # private: the candidate runs here
-        env["PYTHONPATH"] = os.pathsep.join([REPO_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env = with_package_on_path(env)
         res = run_python_module(WORKER_MODULE, [str(job), str(out)], timeout=timeout, env=env,
                                 cwd=tmp, max_address_space_bytes=max_address_space_bytes)
         if res.timed_out:

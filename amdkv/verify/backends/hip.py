@@ -20,10 +20,9 @@ from typing import Sequence
 
 from amdkv.verify.backends.hip_sources import (TranslationUnit, device_only_source, global_kernel_names,
                                                 translation_units)
-from amdkv.verify.sandbox import run_python_module
+from amdkv.verify.sandbox import run_python_module, with_package_on_path
 from amdkv.verify.verdict import ArchResources
 
-REPO_ROOT = str(Path(__file__).resolve().parents[3])
 CAPTURE_WORKER = "amdkv.verify.backends.hip_capture_worker"
 
 
@@ -39,8 +38,7 @@ def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.P
         args = [str(Path(candidate_path).resolve()), str(out)]
         if task_path:
             args.append(str(Path(task_path).resolve()))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([REPO_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env = with_package_on_path(os.environ)
         env["TORCH_EXTENSIONS_DIR"] = str(Path(tmp) / "torch_ext")
         res = run_python_module(CAPTURE_WORKER, args, timeout=timeout, env=env, cwd=tmp,
                                 max_address_space_bytes=16 << 30)
