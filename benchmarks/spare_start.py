@@ -18,7 +18,6 @@ Writes spare_start.json and spare_start.md to --out and prints the table.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from host_cpu import busy_core_seconds, host_cpu_ticks  # noqa: E402
+from report_files import write_report  # noqa: E402
 from throughput import make_candidates  # noqa: E402
 
 
@@ -124,10 +124,8 @@ def main() -> int:
         print(f"[spare_start] {method}: throughput over {args.candidates} candidates", file=sys.stderr, flush=True)
         res["methods"][method] = {"starts": starts, "throughput": measure_throughput(
             method, args.device, args.candidates, args.tasks, args.jobs)}
-        (out / "spare_start.json").write_text(json.dumps(res, indent=1))
-    md = markdown(res)
-    (out / "spare_start.md").write_text(md)
-    print(md)
+        write_report(out, "spare_start", res, markdown)
+    print(write_report(out, "spare_start", res, markdown))
     return 0
 
 

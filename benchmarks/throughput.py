@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from host_cpu import busy_pct, host_cpu_ticks  # noqa: E402
+from report_files import write_report  # noqa: E402
 
 
 def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]]:
@@ -248,14 +249,10 @@ def main() -> int:
             else:
                 res["phases"].append(run_phase(spec, pairs, gpus=[0], **common))
             # after every phase: a run cut short keeps the phases it finished
-            (out / "throughput.json").write_text(json.dumps(res, indent=1, default=str))
-            (out / "throughput.md").write_text(markdown(res))
+            write_report(out, "throughput", res, markdown)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    (out / "throughput.json").write_text(json.dumps(res, indent=1, default=str))
-    md = markdown(res)
-    (out / "throughput.md").write_text(md)
-    print(md)
+    print(write_report(out, "throughput", res, markdown))
     return 0
 
 

@@ -1,6 +1,7 @@
 """Where the parent judges: the CPU on the interpreter platform, the verified GPU on GPU platforms.
 
-The GPU half needs a GPU (skipped here with that reason); it ran on an H200 through the
+The choice of device is tested here with a GPU platform description (no GPU is touched); the
+comparison on a GPU needs one (skipped here with that reason) and ran on an H200 through the
 adversarial set (docs/gpu_check.md, session 3: 53/53 as expected with GPU judging)."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from amdkv.verify.compare import compare_case
-from amdkv.verify.verifier import Verifier, _tensors_to
+from amdkv.verify.compare import compare_case, to_device
+from amdkv.verify.verifier import Verifier
 
 
 def test_interpreter_platform_judges_on_cpu(monkeypatch):
@@ -19,9 +20,9 @@ def test_interpreter_platform_judges_on_cpu(monkeypatch):
         assert v._env()["judge_device"] == "cpu"
 
 
-def test_tensors_to_keeps_structure_and_non_tensors():
+def test_to_device_keeps_structure_and_non_tensors():
     obj = {"trials": [[torch.ones(2), 3]], "seeds": [1], "t": (torch.zeros(1), "x")}
-    moved = _tensors_to(obj, "cpu")
+    moved = to_device(obj, "cpu")
     assert moved["seeds"] == [1] and moved["trials"][0][1] == 3 and moved["t"][1] == "x"
     assert isinstance(moved["t"], tuple) and torch.equal(moved["trials"][0][0], torch.ones(2))
 
@@ -38,9 +39,14 @@ def test_gpu_comparison_agrees_with_cpu():
         assert gpu.max_abs_err == pytest.approx(cpu.max_abs_err, rel=1e-6)
 
 
-def test_env_forces_cpu_judging_on_gpus(monkeypatch):
-    if not torch.cuda.is_available():
-        pytest.skip("needs a GPU: on the interpreter platform judging is always on the CPU")
-    monkeypatch.setenv("AMDKV_JUDGE_DEVICE", "cpu")
-    with Verifier("cuda", spares=0) as v:
+def test_gpu_platforms_judge_on_their_gpu_unless_told_cpu(monkeypatch):
+    """The choice itself needs no GPU: a verifier whose platform is a GPU one judges on that device,
+    and AMDKV_JUDGE_DEVICE=cpu moves judging to the CPU."""
+    from amdkv.verify.platform import PlatformInfo
+
+    with Verifier("cpu", spares=0) as v:
+        v.platform = PlatformInfo(name="cuda", device="cuda:1", can_time=True, interpreter=False)
+        monkeypatch.delenv("AMDKV_JUDGE_DEVICE", raising=False)
+        assert v.judge_device == "cuda:1"
+        monkeypatch.setenv("AMDKV_JUDGE_DEVICE", "cpu")
         assert v.judge_device is None

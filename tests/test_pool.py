@@ -32,6 +32,8 @@ def _scripted_spare(body: str) -> Spare:
     spare.proc = ExecWorkerProcess(dict(os.environ), spare.workdir, spare.stderr_path, None,
                                    argv=[sys.executable, "-c", script])
     spare._ready = False
+    spare._reaping = False
+    spare.start_method, spare.fork_failure = "exec", None
     spare.ready_wait_s = 0.0
     return spare
 
@@ -153,11 +155,11 @@ def test_exec_and_fork_spares_give_the_same_verdict(monkeypatch):
 
 def test_unknown_start_method_is_a_clear_error(monkeypatch):
     from amdkv.errors import InfrastructureError
-    from amdkv.verify.pool import spare_start_method
+    from amdkv.verify.fork_server import start_method
 
     monkeypatch.setenv("AMDKV_SPARE_START", "spawn")
     try:
-        spare_start_method(detect_platform("cpu"))
+        start_method(interpreter=True)
     except InfrastructureError as exc:
         assert "fork" in str(exc) and "exec" in str(exc)
     else:

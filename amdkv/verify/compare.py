@@ -41,6 +41,19 @@ class CompareResult:
         return cls(False, reason, message, **kw)
 
 
+def to_device(obj: Any, device: str | torch.device) -> Any:
+    """`obj` with every tensor in it (through dicts, lists and tuples) on `device`; other values
+    as they are. The worker moves inputs to the GPU with it; the judge moves outputs and expected
+    values to the GPU it compares on."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(v, device) for v in obj)
+    return obj
+
+
 def flatten_outputs(out: Any) -> list[Any]:
     """Model outputs (tensor, scalar, or nested tuple/list) as a flat list of leaves."""
     if isinstance(out, (list, tuple)):

@@ -265,7 +265,7 @@ class ForkServer:
         try:
             self._sock.close()
         except OSError:
-            pass
+            pass  # already closed: the server sees EOF either way and exits
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -325,7 +325,7 @@ def kill_forked(pid: int, *, exited: bool) -> None:
         try:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            pass
+            pass  # nothing left to kill (group gone, or the pid is no longer ours)
 
 
 def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: str,
@@ -360,7 +360,7 @@ def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[st
             try:
                 os.unlink(path)
             except OSError:
-                pass
+                pass  # the child's cwd (the caller's temp dir) may be gone already: nothing to remove
 
 
 if __name__ == "__main__":

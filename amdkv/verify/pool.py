@@ -19,6 +19,7 @@ from typing import Any
 
 from amdkv.errors import InfrastructureError
 from amdkv.verify.platform import PlatformInfo
+from amdkv.verify.fork_server import start_method
 from amdkv.verify.sandbox import ProcessResult, with_package_on_path
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker import DONE_LINE, READY_LINE
@@ -58,13 +59,6 @@ def default_gpu_mem_fraction(concurrent: int) -> float:
     return round(max(0.05, 0.85 / max(1, concurrent)), 4)
 
 
-def spare_start_method(platform: PlatformInfo) -> str:
-    """'fork' or 'exec' for this platform's spares (fork_server.start_method)."""
-    from amdkv.verify.fork_server import start_method
-
-    return start_method(platform.interpreter)
-
-
 class Spare:
     """One started worker process waiting (or about to wait) for its single job."""
 
@@ -98,7 +92,7 @@ class Spare:
         self._env = env
         # an address-space cap only where no GPU runtime reserves huge ranges (sandbox.memory_cap_preexec)
         self._mem_cap = mem_cap_bytes if platform.interpreter else None
-        self.start_method = start or spare_start_method(platform)
+        self.start_method = start or start_method(platform.interpreter)
         self.fork_failure: str | None = None  # why this spare runs exec'd although fork was asked for
         self.proc: ExecWorkerProcess | ForkedWorkerProcess
         if self.start_method == "fork":
@@ -109,6 +103,7 @@ class Spare:
         else:
             self.proc = ExecWorkerProcess(env, self.workdir, self.stderr_path, self._mem_cap)
         self._ready = False
+        self._reaping = False  # a background thread waits for the exit (after DONE)
         self.ready_wait_s = 0.0  # how long a job waited for this spare's start-up (0 when it was ready)
 
     def _fall_back_to_exec(self, why: str) -> None:
@@ -161,6 +156,7 @@ class Spare:
         returncode: int | None
         if got == "seen":
             returncode = 0
+            self._reaping = True
             threading.Thread(target=self.proc.wait, args=(None,), daemon=True, name="amdkv-reap").start()
         else:
             returncode = self.proc.wait(max(1.0, deadline - time.monotonic()) if got == "eof" else 10.0)
@@ -169,7 +165,8 @@ class Spare:
 
     def kill(self) -> None:
         self.proc.kill()
-        self.proc.wait(5.0)  # a SIGKILLed group the kernel has not reaped yet: don't block the pool
+        if not self._reaping:  # after DONE the reaper thread waits for the exit, not the verdict
+            self.proc.wait(5.0)  # a SIGKILLed group the kernel has not reaped yet: don't block the pool
 
     def cleanup(self) -> None:
         self.kill()

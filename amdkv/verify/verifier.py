@@ -24,7 +24,7 @@ from amdkv.errors import CandidateFormatError, InfrastructureError
 from amdkv.tasks.loader import load_task
 from amdkv.tasks.types import Task
 from amdkv.verify import static_checks
-from amdkv.verify.compare import bitwise_equal, compare_case
+from amdkv.verify.compare import bitwise_equal, compare_case, to_device
 from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor_ms
 from amdkv.verify.platform import PlatformInfo, detect_platform
@@ -482,14 +482,13 @@ class Verifier:
         import torch
 
         try:
-            g_expected = {"eager": _tensors_to(expected["eager"], dev), "golden": _tensors_to(expected.get("golden"), dev)}
-            g_inputs = {"trials": _tensors_to(inputs["trials"], dev), "seeds": inputs["seeds"]}
-            g_outs = _tensors_to(outs, dev)
+            g_expected = {"eager": to_device(expected["eager"], dev), "golden": to_device(expected.get("golden"), dev)}
+            g_inputs = {"trials": to_device(inputs["trials"], dev), "seeds": inputs["seeds"]}
+            g_outs = to_device(outs, dev)
             with exclusive_file_lock(timing_lock_path(gpu_lock_key(dev))):
-                result = self._compare_case(task, case, cres, g_expected, g_inputs, g_outs)
-            return result
+                return self._compare_case(task, case, cres, g_expected, g_inputs, g_outs)
         except torch.cuda.OutOfMemoryError:
-            g_expected = g_inputs = g_outs = None
+            g_expected = g_inputs = g_outs = None  # release the partial copies before freeing the cache
             torch.cuda.empty_cache()
             return self._compare_case(task, case, cres, expected, inputs, outs)
 
@@ -618,19 +617,6 @@ def _judge_slots() -> int:
 
 
 _JUDGE_SLOTS = threading.BoundedSemaphore(_judge_slots())
-
-
-def _tensors_to(obj: Any, device: str) -> Any:
-    """`obj` (tensors in dicts, lists and tuples) with every tensor on `device`; other values as they are."""
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device, non_blocking=False)
-    if isinstance(obj, dict):
-        return {k: _tensors_to(v, device) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_tensors_to(v, device) for v in obj)
-    return obj
 
 
 def load_tensor_file(path: str | os.PathLike[str]) -> Any:

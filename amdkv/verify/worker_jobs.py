@@ -19,20 +19,12 @@ from typing import Any
 
 import torch
 
-from amdkv.verify.compare import bitwise_equal, flatten_outputs
+from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 
 TRACE_LIMIT = 4000
 
 
 # ---------------------------------------------------------------------------------------- utils
-def _to(obj: Any, device: str | torch.device) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to(o, device) for o in obj)
-    return obj
-
-
 def _to_float64(obj: Any) -> Any:
     if isinstance(obj, torch.Tensor) and obj.is_floating_point():
         return obj.to(torch.float64)
@@ -94,7 +86,7 @@ def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
             torch.manual_seed(seed)
             inputs = list(case.make_inputs())
             trials.append(inputs)
-            dev_inputs = _to(inputs, device)
+            dev_inputs = to_device(inputs, device)
             before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dev_inputs]
             with torch.no_grad():
                 out = model(*dev_inputs)
@@ -106,7 +98,7 @@ def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
             eager.append(leaves)
             if golden_ok:
                 try:
-                    g_inputs = _to(_to_float64([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]), device)
+                    g_inputs = to_device(_to_float64([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]), device)
                     with torch.no_grad():
                         g_out = golden_model(*g_inputs)
                     g_leaves = _detach_leaves(g_out) + [g_inputs[i].detach().cpu().clone() for i in mutated]
@@ -144,7 +136,7 @@ def _time_reference(module: Any, case: Any, model: Any, inputs: list[Any], devic
     """Eager and torch.compile baselines of the reference, timed once per GPU and cached."""
     from amdkv.verify import timing
 
-    dev_inputs = _to(inputs, device)
+    dev_inputs = to_device(inputs, device)
     out: dict[str, Any] = {}
     with torch.no_grad():
         out["eager"] = timing.measure(lambda: model(*dev_inputs), flush_nbytes=cjob["flush_bytes"], device=device)
@@ -323,7 +315,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 
         def call(inputs: list[Any], check: bool) -> tuple[list[Any], dict[str, Any]]:
             """One forward with every runtime check on; returns output leaves and findings."""
-            dev = _to(inputs, device)
+            dev = to_device(inputs, device)
             guarded, raws = [], []
             for x in dev:
                 if isinstance(x, torch.Tensor) and x.numel() > 0:
@@ -422,7 +414,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 def _time_candidate(model: Any, inputs: list[Any], device: str, cjob: dict[str, Any]) -> dict[str, Any]:
     from amdkv.verify import timing
 
-    dev_inputs = _to(inputs, device)
+    dev_inputs = to_device(inputs, device)
     wall0 = time.monotonic()
     with torch.no_grad():
         res = timing.measure(lambda: model(*dev_inputs), flush_nbytes=cjob["flush_bytes"], device=device)

@@ -153,7 +153,7 @@ class ForkedWorkerProcess:
                     try:
                         self.conn.close()
                     except OSError:
-                        pass
+                        pass  # the worker exited; its channel may be closed already (close_idle)
             return self._code
         finally:
             self._wait_lock.release()
@@ -164,7 +164,8 @@ class ForkedWorkerProcess:
         kill_forked(self.pid, exited=self._code is not None)
 
     def close_idle(self) -> None:
+        """Tell a spare that never got a job to exit (it sees EOF on its channel)."""
         try:
             self.conn.close()
         except OSError:
-            pass
+            pass  # already closed: the spare has seen EOF or exited

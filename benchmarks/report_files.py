@@ -1,0 +1,16 @@
+"""The two files every throughput benchmark leaves in --out: STEM.json (machine-readable) and
+STEM.md (the table). Written after each phase too, so a run cut short keeps what finished."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+
+def write_report(out: Path, stem: str, res: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> str:
+    """Write out/STEM.json and out/STEM.md from `res`; returns the markdown."""
+    (out / f"{stem}.json").write_text(json.dumps(res, indent=1, default=str))
+    md = render(res)
+    (out / f"{stem}.md").write_text(md)
+    return md
