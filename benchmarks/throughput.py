@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from host_cpu import busy_pct, host_cpu_ticks  # noqa: E402
+from parent_profile import ParentProfile  # noqa: E402
 from report_files import write_report  # noqa: E402
 
 
@@ -91,7 +92,8 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         setup_s = time.monotonic() - t0
         t_start = time.monotonic()
         cpu0 = host_cpu_ticks()
-        verdicts = sched.verify_many(pairs, on_result=on_result, deadline=t_start + budget_s)
+        with ParentProfile() as prof:
+            verdicts = sched.verify_many(pairs, on_result=on_result, deadline=t_start + budget_s)
         cpu1 = host_cpu_ticks()
         wall = time.monotonic() - t_start
         stats = sched.stats()
@@ -131,10 +133,11 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         "timing_lock_held_s_total": round(sum(v.timings.get("worker_lock_held_s", 0.0) for v in run), 2),
         "statuses": statuses, "not_ok": not_ok, "timing_methods": methods,
         "host_cpu_busy_pct": busy_pct(cpu0, cpu1), "worker_threads": os.environ.get("AMDKV_WORKER_THREADS"),
-        "scheduler": stats,
+        "scheduler": stats, "parent": prof.result(),
     }
     print(f"[throughput] {name}: {len(run)} verified in {wall:.1f} s, steady {res['steady_s_per_candidate']} s/cand, "
-          f"statuses {statuses}; median s per phase {json.dumps(phases)}", file=sys.stderr, flush=True)
+          f"statuses {statuses}; median s per phase {json.dumps(phases)}; parent CPU "
+          f"{res['parent']['parent_cpu_pct_of_one_core']}% of one core", file=sys.stderr, flush=True)
     return res
 
 
@@ -143,13 +146,14 @@ def markdown(res: dict[str, Any]) -> str:
              f"{res['torch']}, triton {res['triton']}); Triton reference solutions of {res['tasks']} tasks, "
              f"every check on, compile baseline {'on' if res['compile_baseline'] else 'off'}.", "",
              "| phase | GPUs | jobs/GPU | spares/GPU | verified | skipped | wall s | cand/min | steady s/cand | steady cand/min | "
-             "median latency s | host CPU busy % | statuses |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "median latency s | host CPU busy % | parent CPU % of a core | statuses |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in res["phases"]:
         lines.append(f"| {p['phase']} | {len(p['gpus'])} | {p['jobs_per_gpu']} | {p.get('spares_per_gpu', '—')} | "
                      f"{p['verified']} | "
                      f"{p['skipped_deadline']} | {p['wall_s']} | {p['per_minute']} | {p['steady_s_per_candidate']} | "
                      f"{p['steady_per_minute']} | {p['median_verify_latency_s']} | {p.get('host_cpu_busy_pct', '—')} | "
+                     f"{(p.get('parent') or {}).get('parent_cpu_pct_of_one_core', '—')} | "
                      f"{', '.join(f'{k}: {v}' for k, v in sorted(p['statuses'].items()))} |")
     for spec, scale in (res.get("scalings") or {}).items():
         lines += ["", f"Two-GPU scaling ({spec} steady cand/min ÷ {spec.replace('warm_2gpu', 'warm')}): "
@@ -186,7 +190,9 @@ def main() -> int:
     ap.add_argument("--skip-cold", action="store_true", help="same as leaving `cold` out of --phases")
     ap.add_argument("--phases", default=None,
                     help="comma-separated, in order, from: cold, prime, warm, warm_2gpu, each optionally with "
-                         ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N). `prime` verifies one "
+                         ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N) and/or :jN (N jobs per GPU "
+                         "and 2N spares instead of --jobs; warm:j12 against warm_2gpu tells a host-wide limit "
+                         "from a per-GPU one). `prime` verifies one "
                          "candidate per task (untimed for throughput) so that the warm phases find their "
                          "references cached without a full cold phase. Default: cold,warm (+warm_2gpu with "
                          "--gpus 2)")
@@ -210,24 +216,36 @@ def main() -> int:
                            "torch": torch.__version__, "triton": triton.__version__,
                            "tasks": len({t.id for t, _ in pairs}), "candidates": args.candidates,
                            "compile_baseline": args.compile_baseline, "phases": []}
-    common = dict(jobs=args.jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline,
-                  spares=args.spares or 2 * args.jobs)
     phases = args.phases.split(",") if args.phases else ["cold", "warm"] + (["warm_2gpu"] if args.gpus >= 2 else [])
     if args.skip_cold and "cold" in phases:
         phases.remove("cold")
     unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
-               or (":" in p and not p.split(":", 1)[1].lstrip("t").isdigit())]
+               or any(not (o[:1] in ("t", "j") and o[1:].isdigit()) for o in p.split(":")[1:])]
     if unknown:
-        print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu", file=sys.stderr)
+        print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
+              ":tN (torch threads per worker) and/or :jN (jobs per GPU)", file=sys.stderr)
         return 2
+    second: list[tuple[Any, str]] = []  # a second copy of the candidates, for phases that run more at once
+
+    def more_candidates() -> list[tuple[Any, str]]:
+        if not second:
+            (work / "second").mkdir(exist_ok=True)
+            second.extend(make_candidates(args.candidates, args.tasks, work / "second"))
+        return pairs + second
+
     try:
         for spec in phases:
-            # `phase:tN` runs that phase with AMDKV_WORKER_THREADS=N (torch threads per worker)
-            phase, _, threads = spec.partition(":")
+            # `phase:tN` runs that phase with AMDKV_WORKER_THREADS=N (torch threads per worker);
+            # `phase:jN` with N jobs per GPU (and 2N spares) instead of --jobs
+            phase, *opts = spec.split(":")
+            threads = next((o[1:] for o in opts if o.startswith("t")), "")
+            jobs = int(next((o[1:] for o in opts if o.startswith("j")), args.jobs))
             if threads:
-                os.environ["AMDKV_WORKER_THREADS"] = threads.lstrip("t")
+                os.environ["AMDKV_WORKER_THREADS"] = threads
             else:
                 os.environ.pop("AMDKV_WORKER_THREADS", None)
+            common = dict(jobs=jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline,
+                          spares=args.spares or 2 * jobs)
             if phase == "prime":
                 firsts = list({t.id: (t, c) for t, c in reversed(pairs)}.values())
                 res["prime"] = run_phase("prime", firsts, gpus=list(range(min(2, n_visible))),
@@ -237,17 +255,17 @@ def main() -> int:
                     res["two_gpu_error"] = f"warm_2gpu asked for, {n_visible} GPU visible"
                     continue
                 # twice the candidates so each GPU gets as many as the one-GPU phase had
-                (work / "second").mkdir(exist_ok=True)
-                pairs2 = pairs + make_candidates(args.candidates, args.tasks, work / "second")
-                res["phases"].append(run_phase(spec, pairs2, gpus=[0, 1], **common))
-                one = next((p for p in res["phases"] if p["phase"] == "warm" + (":" + threads if threads else "")), None)
+                res["phases"].append(run_phase(spec, more_candidates(), gpus=[0, 1], **common))
+                same = spec.replace("warm_2gpu", "warm", 1)  # the one-GPU phase with the same options
+                one = next((p for p in res["phases"] if p["phase"] == same), None)
                 w1 = one.get("steady_per_minute") if one else None
                 w2 = res["phases"][-1].get("steady_per_minute")
                 if w1 and w2:
                     res.setdefault("scalings", {})[spec] = w2 / w1
                     res["scaling"] = w2 / w1
-            else:
-                res["phases"].append(run_phase(spec, pairs, gpus=[0], **common))
+            else:  # more jobs than --jobs: more candidates, so the phase still runs past its ramp-up
+                res["phases"].append(run_phase(spec, more_candidates() if jobs > args.jobs else pairs,
+                                               gpus=[0], **common))
             # after every phase: a run cut short keeps the phases it finished
             write_report(out, "throughput", res, markdown)
     finally:

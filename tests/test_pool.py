@@ -151,6 +151,14 @@ def test_exec_and_fork_spares_give_the_same_verdict(monkeypatch):
             verdicts[method] = verifier.verify(task, solution_path(task.id, "triton"))
     assert verdicts["exec"].status == verdicts["fork"].status == "ok"
     assert verdicts["exec"].cases[0].max_abs_err == verdicts["fork"].cases[0].max_abs_err
+    # where each worker's time and host CPU went (the throughput tables in docs/gpu.md read these)
+    for method, v in verdicts.items():
+        t = v.timings
+        assert t["worker_cpu_s"] >= t["worker_job_cpu_s"] > 0, (method, t)
+        assert 0 <= t["job_handoff_s"] < 5 and 0 <= t["done_handoff_s"] < 5, (method, t)
+        assert v.env["spare_start"] == method
+    # the exec'd worker imported torch and Triton itself; the forked one inherited them
+    assert verdicts["exec"].timings["worker_cpu_s"] > verdicts["fork"].timings["worker_cpu_s"]
 
 
 def test_unknown_start_method_is_a_clear_error(monkeypatch):
@@ -159,7 +167,7 @@ def test_unknown_start_method_is_a_clear_error(monkeypatch):
 
     monkeypatch.setenv("AMDKV_SPARE_START", "spawn")
     try:
-        start_method(interpreter=True)
+        start_method()
     except InfrastructureError as exc:
         assert "fork" in str(exc) and "exec" in str(exc)
     else:
@@ -174,8 +182,12 @@ def test_run_python_module_forked_and_exec_behave_alike(monkeypatch, tmp_path):
     pkg = tmp_path / "mods"
     pkg.mkdir()
     (pkg / "amdkv_test_child.py").write_text(
-        "import os, sys, time\n"
+        "import ctypes, os, sys, time\n"
         "print('out', sys.argv[1:], os.environ.get('AMDKV_TEST_MARK'), os.getcwd())\n"
+        # what a C library (the CUDA driver reading CUDA_VISIBLE_DEVICES) sees: libc's getenv
+        "getenv = ctypes.CDLL(None).getenv\n"
+        "getenv.restype = ctypes.c_char_p\n"
+        "print('libc sees', getenv(b'AMDKV_TEST_MARK'))\n"
         "print('err text', file=sys.stderr)\n"
         "if sys.argv[1] == 'sleep':\n    time.sleep(60)\n"
         "sys.exit(int(sys.argv[1]) if sys.argv[1].isdigit() else 'bad: ' + sys.argv[1])\n")
@@ -188,6 +200,7 @@ def test_run_python_module_forked_and_exec_behave_alike(monkeypatch, tmp_path):
         res = run_python_module("amdkv_test_child", ["3"], timeout=60, env=env, cwd=str(work))
         assert res.returncode == 3 and not res.timed_out, (method, res)
         assert "out ['3'] mark-42" in res.stdout and str(work) in res.stdout, (method, res.stdout)
+        assert "libc sees b'mark-42'" in res.stdout, (method, res.stdout)
         assert "err text" in res.stderr, method
         res = run_python_module("amdkv_test_child", ["oops"], timeout=60, env=env, cwd=str(work))
         assert res.returncode == 1 and "bad: oops" in res.stderr, (method, res)

@@ -50,3 +50,28 @@ def detect_platform(requested: str = "auto", device_index: int = 0) -> PlatformI
         raise BadInputError("--device cuda asked for, but this torch is a ROCm build",
                             hint="use --device rocm on this machine")
     return PlatformInfo(requested, f"cuda:{device_index}", can_time=True, interpreter=False)
+
+
+def worker_gpu_env(platform: PlatformInfo, environ: dict[str, str]) -> tuple[dict[str, str], str]:
+    """The environment that shows a GPU worker only its own GPU, and that GPU's device name inside
+    the worker (always `cuda:0` then).
+
+    Why: a process that sees every GPU initialises the driver on every GPU, so with two GPUs each
+    candidate's start-up also works on (and waits for) the other GPU's driver state; and a candidate
+    that sees only its GPU cannot launch work on, or allocate on, a GPU whose candidate is being
+    timed. The entry is taken from the parent's own list where it has one (indices, or NVIDIA's
+    `GPU-<uuid>` names), so `cuda:N` here is the same GPU there. NVIDIA: CUDA_VISIBLE_DEVICES; ROCm:
+    HIP_VISIBLE_DEVICES, which HIP applies within whatever ROCR_VISIBLE_DEVICES already selected
+    (ROCm's documented order; not run on AMD hardware here)."""
+    if platform.interpreter or not platform.device.startswith("cuda:"):
+        return {}, platform.device
+    index = int(platform.device.split(":", 1)[1])
+    var = "HIP_VISIBLE_DEVICES" if platform.name == "rocm" else "CUDA_VISIBLE_DEVICES"
+    inherited = environ.get(var)
+    if inherited is None and platform.name == "rocm":
+        inherited = environ.get("CUDA_VISIBLE_DEVICES")  # HIP honours it when HIP_VISIBLE_DEVICES is unset
+    entries = [e.strip() for e in inherited.split(",") if e.strip()] if inherited else None
+    if entries is not None and index >= len(entries):
+        raise BadInputError(f"{platform.device} asked for, but {var}={inherited!r} lists {len(entries)} GPU(s)",
+                            hint=f"use a device index below {len(entries)}, or widen {var}")
+    return {var: entries[index] if entries is not None else str(index)}, "cuda:0"

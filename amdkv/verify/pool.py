@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 from amdkv.errors import InfrastructureError
-from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.fork_server import start_method
+from amdkv.verify.platform import PlatformInfo, worker_gpu_env
 from amdkv.verify.sandbox import ProcessResult, with_package_on_path
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker import DONE_LINE, READY_LINE
@@ -68,8 +68,12 @@ class Spare:
         self.platform = platform
         self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
         env = with_package_on_path(os.environ)
+        gpu_env, self.device = worker_gpu_env(platform, env)  # the worker sees only its own GPU
+        env.update(gpu_env)
+        if gpu_env:
+            env["AMDKV_WORKER_VISIBLE_GPUS"] = "1"  # checked by the worker once its GPU is up
         env.update({
-            "AMDKV_WORKER_DEVICE": platform.device,
+            "AMDKV_WORKER_DEVICE": self.device,
             "TRITON_CACHE_DIR": os.path.join(self.workdir, "triton_cache"),
             "TORCH_EXTENSIONS_DIR": os.path.join(self.workdir, "torch_extensions"),
             "TMPDIR": self.workdir,
@@ -82,6 +86,15 @@ class Spare:
             env.pop("TRITON_INTERPRET", None)
             # One lock file per physical GPU: timed sections of concurrent workers never overlap.
             env["AMDKV_TIMING_LOCK"] = timing_lock_path(gpu_lock_key(platform.device))
+            if platform.name == "cuda":
+                # One hardware work queue per worker context instead of CUDA's 8: context creation
+                # then does a fraction of the driver work, and that work is serialised host-wide,
+                # across GPUs. Measured on 2 x H200 (docs/gpu.md, Throughput): a spare's context took
+                # 6.4 s with 24 spares starting on two GPUs, 0.3 s with this; two-GPU scaling went
+                # from 1.38x to 1.86x. The cost: streams share one queue, so a candidate that
+                # overlaps kernels on several streams is timed without that overlap. A value the
+                # user set is kept.
+                env.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
             if gpu_mem_fraction:
                 # Per-candidate GPU memory cap, applied by the worker to candidate jobs only
                 # (torch.cuda.set_per_process_memory_fraction); exceeding it is runtime_error/oom.
@@ -92,7 +105,7 @@ class Spare:
         self._env = env
         # an address-space cap only where no GPU runtime reserves huge ranges (sandbox.memory_cap_preexec)
         self._mem_cap = mem_cap_bytes if platform.interpreter else None
-        self.start_method = start or start_method(platform.interpreter)
+        self.start_method = start or start_method()
         self.fork_failure: str | None = None  # why this spare runs exec'd although fork was asked for
         self.proc: ExecWorkerProcess | ForkedWorkerProcess
         if self.start_method == "fork":
@@ -105,6 +118,10 @@ class Spare:
         self._ready = False
         self._reaping = False  # a background thread waits for the exit (after DONE)
         self.ready_wait_s = 0.0  # how long a job waited for this spare's start-up (0 when it was ready)
+        # time.monotonic() when the job was sent and when DONE was seen: CLOCK_MONOTONIC is one clock
+        # for every process on Linux, so with the worker's own stamps they give the hand-off delays
+        self.job_sent_at: float | None = None
+        self.done_seen_at: float | None = None
 
     def _fall_back_to_exec(self, why: str) -> None:
         """A forked spare that cannot start is replaced by an exec'd one, so a fork-server problem
@@ -150,8 +167,10 @@ class Spare:
         self.wait_ready()
         start = time.monotonic()
         deadline = start + timeout
+        self.job_sent_at = time.monotonic()
         self.proc.send_job(json.dumps(job).encode())
         got = self.proc.wait_for(DONE_LINE, deadline)
+        self.done_seen_at = time.monotonic()
         self.proc.kill()
         returncode: int | None
         if got == "seen":

@@ -265,7 +265,7 @@ class Verifier:
                              "golden": True, "time": r["timed"], "flush_bytes": flush_bytes(self._gpu_spec),
                              "compile_baseline": self.compile_baseline})
             report_path = os.path.join(spare.workdir, "reference_report.json")
-            job = {"kind": "reference", "task_path": task.path, "device": self.platform.device,
+            job = {"kind": "reference", "task_path": task.path, "device": spare.device,
                    "cases": jobs, "report_path": report_path}
             proc = spare.run(job, timeout=max(self.timeout, 300.0))
             if proc.timed_out or not os.path.isfile(report_path):
@@ -301,7 +301,7 @@ class Verifier:
             r = refs[case.name]
             cjobs.append({"name": case.name, "inputs_file": str(r["files"].inputs), "recheck": True,
                           "time": bool(r["timed"]), "flush_bytes": flush_bytes(self._gpu_spec)})
-        job = {"kind": "candidate", "candidate_path": str(cand_path), "device": self.platform.device,
+        job = {"kind": "candidate", "candidate_path": str(cand_path), "device": spare.device,
                "interpreter": self.platform.interpreter, "cases": cjobs, "out_dir": spare.workdir,
                "outputs_path": outputs_path, "report_path": report_path,
                "readable": [c["inputs_file"] for c in cjobs], "capture": bool(self.archs)}
@@ -322,6 +322,10 @@ class Verifier:
             except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
                 report.setdefault("load_error", f"{type(exc).__name__}: {exc}"[:500])
         proc.outputs_load_s = time.monotonic() - load0  # type: ignore[attr-defined]
+        if report and spare.job_sent_at and spare.done_seen_at and report.get("job_received_at"):
+            # sent -> the worker has the job; report written -> the parent saw DONE (pool.Spare.run)
+            proc.job_handoff_s = report["job_received_at"] - spare.job_sent_at  # type: ignore[attr-defined]
+            proc.done_handoff_s = spare.done_seen_at - report["reported_at"]  # type: ignore[attr-defined]
         return report, outputs, proc
 
     # ---------------------------------------------------------------------------- judging
@@ -344,7 +348,7 @@ class Verifier:
         if getattr(proc, "spare_start", None):  # how the candidate's process was started (fork/exec)
             v.env["spare_start"] = proc.spare_start
         # parts of candidate_s, recorded here because every language's path judges through here
-        for attr in ("outputs_load_s", "ready_wait_s"):
+        for attr in ("outputs_load_s", "ready_wait_s", "job_handoff_s", "done_handoff_s"):
             if getattr(proc, attr, None) is not None:
                 v.timings[f"spare_{attr}" if attr == "ready_wait_s" else attr] = round(getattr(proc, attr), 3)
         t0 = time.monotonic()
@@ -434,6 +438,11 @@ class Verifier:
             v.timings["worker_job_s"] = round(report["job_s"], 3)
         for phase, secs in (report.get("phase_s") or {}).items():
             v.timings[f"worker_{phase}_s"] = round(secs, 3)
+        for part, secs in (report.get("startup_parts") or {}).items():  # cuda_context_s, ..._cpu_s
+            v.timings[f"worker_startup_{part}"] = round(secs, 3)
+        for key in ("cpu_s", "job_cpu_s"):  # host CPU of the worker process, gcc/ptxas children included
+            if report.get(key) is not None:
+                v.timings[f"worker_{key}"] = round(report[key], 3)
 
     def _take_spare(self, v: Verdict) -> Spare:
         """A warm worker for the candidate; the wait (0 when a spare was ready) goes in the verdict."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -27,27 +28,70 @@ READY_LINE = "READY\n"  # started up, waiting for the job
 DONE_LINE = "AMDKV-WORKER-DONE\n"  # after the report file is complete (see pool.Spare.run)
 
 
-def _prepare_device(device: str) -> None:
+def _cpu_s() -> float:
+    """CPU seconds this process and its waited-for children (gcc, ptxas) have used so far."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class _StartupParts:
+    """Wall and CPU seconds of each start-up step, reported with the job (verdict timings
+    `worker_startup_<part>_s` / `_cpu_s`): which step of a spare's start-up costs the host what."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+
+    def step(self, name: str, fn: Any, *args: Any) -> Any:
+        t0, c0 = time.monotonic(), _cpu_s()
+        try:
+            return fn(*args)
+        finally:
+            self.parts[f"{name}_s"] = round(time.monotonic() - t0, 4)
+            self.parts[f"{name}_cpu_s"] = round(_cpu_s() - c0, 4)
+
+
+def _create_cuda_context(device: str) -> None:
+    import torch
+
+    torch.cuda.set_device(torch.device(device))
+    torch.empty(1, device=device)  # create the context now, not inside the timed job
+    # The pool shows a GPU worker only its own GPU (platform.worker_gpu_env). Check that the
+    # driver honoured it: a worker that saw every GPU would run on GPU 0 while holding another
+    # GPU's timing lock. Failing here fails the spare's start-up, loudly, before any candidate.
+    expected = os.environ.get("AMDKV_WORKER_VISIBLE_GPUS")
+    if expected and torch.cuda.device_count() != int(expected):
+        raise RuntimeError(f"this worker sees {torch.cuda.device_count()} GPU(s), expected {expected}: "
+                           "the GPU visibility setting did not reach the GPU runtime")
+
+
+def _load_triton_driver() -> None:
+    # Triton's GPU driver object compiles and loads its C helpers (a gcc run) the first time it is
+    # used. Do it here, before the job: a candidate whose autotuner touches the driver outside a
+    # launch would otherwise start gcc itself (a sandbox violation), and the job would pay for it.
+    import triton
+
+    triton.runtime.driver.active.get_current_device()
+
+
+def _prewarm_profiler(device: str) -> None:
+    from amdkv.verify.timing import prewarm_profiler
+
+    try:
+        prewarm_profiler(device)
+    except Exception as exc:  # noqa: BLE001 - a spare without a profiler still works (events/graph)
+        sys.stderr.write(f"amdkv worker: profiler pre-warm failed: {type(exc).__name__}: {exc}\n")
+
+
+def _prepare_device(device: str, parts: _StartupParts) -> None:
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     if device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(device))
-        torch.empty(1, device=device)  # create the context now, not inside the timed job
-        # Triton's GPU driver object compiles and loads its C helpers (a gcc run) the first time it is
-        # used. Do it here, before the job: a candidate whose autotuner touches the driver outside a
-        # launch would otherwise start gcc itself (a sandbox violation), and the job would pay for it.
-        import triton
-
-        triton.runtime.driver.active.get_current_device()
+        parts.step("cuda_context", _create_cuda_context, device)
+        parts.step("triton_driver", _load_triton_driver)
         if os.environ.get("AMDKV_PREWARM_PROFILER", "1") != "0":
-            from amdkv.verify.timing import prewarm_profiler
-
-            try:
-                prewarm_profiler(device)
-            except Exception as exc:  # noqa: BLE001 - a spare without a profiler still works (events/graph)
-                sys.stderr.write(f"amdkv worker: profiler pre-warm failed: {type(exc).__name__}: {exc}\n")
+            parts.step("profiler", _prewarm_profiler, device)
 
 
 def _apply_gpu_memory_cap(job: dict[str, Any], device: str) -> None:
@@ -111,13 +155,14 @@ def serve(channel: Any, forked: bool = False) -> int:
 
     from amdkv.verify import worker_jobs  # noqa: F401
 
-    _prepare_device(device)
+    parts = _StartupParts()
+    _prepare_device(device, parts)
     startup_s = time.monotonic() - t0
     channel.say(READY_LINE)
     line = channel.read_job()
     if not line:
         os._exit(0)  # the pool shut down before giving this spare work
-    t_job = time.monotonic()
+    t_job, cpu_job = time.monotonic(), _cpu_s()  # monotonic: one clock for all processes (Linux)
     job = json.loads(line)
     job["_startup_s"] = startup_s
     report_path = job["report_path"]
@@ -130,10 +175,14 @@ def serve(channel: Any, forked: bool = False) -> int:
         else:
             raise ValueError(f"unknown job kind {job['kind']!r}")
         report["startup_s"] = startup_s
+        report["startup_parts"] = parts.parts
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
         report = {"fatal": True, "error_type": type(exc).__name__, "error": str(exc)[:2000],
                   "traceback": traceback.format_exc()[-6000:]}
     report["job_s"] = time.monotonic() - t_job
+    report["cpu_s"] = _cpu_s()  # the whole worker's host CPU (start-up and job, gcc/ptxas included)
+    report["job_cpu_s"] = report["cpu_s"] - cpu_job
+    report["job_received_at"], report["reported_at"] = t_job, time.monotonic()
     tmp = report_path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(report, fh)
