@@ -16,8 +16,9 @@ Protocol (AF_UNIX SOCK_SEQPACKET, so each message is one datagram, fds ride alon
   parent -> server  {"id": N, "spec": {...}} + one fd    fork a worker; the fd is its channel
   server -> parent  {"id": N, "pid": P} or {"id": N, "error": "..."}
   server -> parent  {"exit": P, "code": C}               a worker ended (C as Popen.returncode)
-The server never initialises a GPU and runs no threads (children of a threaded process can inherit
-held locks); it reaps children on SIGCHLD through a wake-up pipe. It exits when the parent closes
+The server never initialises a GPU and starts no threads (children of a threaded process can inherit
+held locks; importing torch itself starts one native helper thread, which no forked worker has
+tripped over in the GPU and CPU runs); it reaps children on SIGCHLD through a wake-up pipe. It exits when the parent closes
 its end. A forked child closes the server's sockets before anything else runs in it, so a candidate
 cannot ask the server for anything.
 """
