@@ -1,6 +1,7 @@
-"""A GPU worker sees only its own GPU (platform.worker_gpu_env). No GPU needed: the function maps a
-platform and the parent's environment to the worker's environment and device name; the GPU runs
-(docs/gpu.md, Throughput) are where workers actually start with it."""
+"""A GPU worker sees only its own GPU (platform.worker_gpu_env) and gets the rest of its environment
+from pool.worker_env. No GPU needed: both map a platform and the parent's environment to the
+worker's environment and device name; the GPU runs (docs/gpu.md, Throughput) are where workers
+actually start with them."""
 
 import pytest
 
@@ -39,3 +40,33 @@ def test_rocm_uses_hip_visible_devices():
     assert worker_gpu_env(gpu("rocm", 1), {"HIP_VISIBLE_DEVICES": "4,6"}) == ({"HIP_VISIBLE_DEVICES": "6"}, "cuda:0")
     # HIP falls back to CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset
     assert worker_gpu_env(gpu("rocm", 0), {"CUDA_VISIBLE_DEVICES": "7"}) == ({"HIP_VISIBLE_DEVICES": "7"}, "cuda:0")
+
+
+def test_what_every_worker_gets(tmp_path):
+    """pool.worker_env: a GPU worker's whole environment (no process is started, so no GPU needed)."""
+    from amdkv.verify.pool import worker_env
+
+    env, device = worker_env(gpu("cuda", 1), str(tmp_path), {"PATH": "/usr/bin", "TRITON_INTERPRET": "1"}, 0.14)
+    assert device == "cuda:0" and env["AMDKV_WORKER_DEVICE"] == "cuda:0"
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["AMDKV_WORKER_VISIBLE_GPUS"] == "1"
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"  # one work queue: cheap context creation
+    assert env["TRITON_CACHE_DIR"].startswith(str(tmp_path)) and env["TMPDIR"] == str(tmp_path)
+    assert "TRITON_INTERPRET" not in env and env["AMDKV_GPU_MEM_FRACTION"] == "0.1400"
+    assert env["AMDKV_TIMING_LOCK"] and env["PATH"] == "/usr/bin"
+
+
+def test_a_users_work_queue_setting_is_kept_and_rocm_gets_none(tmp_path):
+    from amdkv.verify.pool import worker_env
+
+    env, _ = worker_env(gpu("cuda", 0), str(tmp_path), {"CUDA_DEVICE_MAX_CONNECTIONS": "8"}, None)
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "8" and "AMDKV_GPU_MEM_FRACTION" not in env
+    env, _ = worker_env(gpu("rocm", 0), str(tmp_path), {}, None)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in env and env["HIP_VISIBLE_DEVICES"] == "0"
+
+
+def test_cpu_workers_run_the_interpreter_and_see_no_gpu_setting(tmp_path):
+    from amdkv.verify.pool import worker_env
+
+    env, device = worker_env(CPU, str(tmp_path), {}, None)
+    assert device == "cpu" and env["TRITON_INTERPRET"] == "1"
+    assert not {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "AMDKV_TIMING_LOCK"} & set(env)

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from amdkv.errors import InfrastructureError
 from amdkv.verify.fork_server import start_method
@@ -59,6 +59,46 @@ def default_gpu_mem_fraction(concurrent: int) -> float:
     return round(max(0.05, 0.85 / max(1, concurrent)), 4)
 
 
+def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
+               gpu_mem_fraction: float | None) -> tuple[dict[str, str], str]:
+    """The environment of a worker for `platform` working in `workdir`, and its device name as the
+    worker sees it. One function, so what every worker gets (its one GPU, its private caches, the
+    timing lock, the memory cap, one CUDA work queue) can be read and tested in one place."""
+    env = with_package_on_path(environ)
+    gpu_env, device = worker_gpu_env(platform, env)  # the worker sees only its own GPU
+    env.update(gpu_env)
+    if gpu_env:
+        env["AMDKV_WORKER_VISIBLE_GPUS"] = "1"  # checked by the worker once its GPU is up
+    env.update({
+        "AMDKV_WORKER_DEVICE": device,
+        "TRITON_CACHE_DIR": os.path.join(workdir, "triton_cache"),
+        "TORCH_EXTENSIONS_DIR": os.path.join(workdir, "torch_extensions"),
+        "TMPDIR": workdir,
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    if platform.interpreter:
+        env["TRITON_INTERPRET"] = "1"
+        env.setdefault("OMP_NUM_THREADS", "1")  # workers run side by side on few cores
+    else:
+        env.pop("TRITON_INTERPRET", None)
+        # One lock file per physical GPU: timed sections of concurrent workers never overlap.
+        env["AMDKV_TIMING_LOCK"] = timing_lock_path(gpu_lock_key(platform.device))
+        if platform.name == "cuda":
+            # One hardware work queue per worker context instead of CUDA's 8: context creation
+            # then does a fraction of the driver work, and that work is serialised host-wide,
+            # across GPUs. Measured on 2 x H200 (docs/gpu.md, Throughput): a spare's context took
+            # 6.4 s with 24 spares starting on two GPUs, 0.3 s with this; two-GPU scaling went
+            # from 1.38x to 1.86x. The cost: streams share one queue, so a candidate that
+            # overlaps kernels on several streams is timed without that overlap. A value the
+            # user set is kept.
+            env.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
+        if gpu_mem_fraction:
+            # Per-candidate GPU memory cap, applied by the worker to candidate jobs only
+            # (torch.cuda.set_per_process_memory_fraction); exceeding it is runtime_error/oom.
+            env["AMDKV_GPU_MEM_FRACTION"] = f"{gpu_mem_fraction:.4f}"
+    return env, device
+
+
 class Spare:
     """One started worker process waiting (or about to wait) for its single job."""
 
@@ -67,38 +107,7 @@ class Spare:
                  start: str | None = None) -> None:
         self.platform = platform
         self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
-        env = with_package_on_path(os.environ)
-        gpu_env, self.device = worker_gpu_env(platform, env)  # the worker sees only its own GPU
-        env.update(gpu_env)
-        if gpu_env:
-            env["AMDKV_WORKER_VISIBLE_GPUS"] = "1"  # checked by the worker once its GPU is up
-        env.update({
-            "AMDKV_WORKER_DEVICE": self.device,
-            "TRITON_CACHE_DIR": os.path.join(self.workdir, "triton_cache"),
-            "TORCH_EXTENSIONS_DIR": os.path.join(self.workdir, "torch_extensions"),
-            "TMPDIR": self.workdir,
-            "PYTHONDONTWRITEBYTECODE": "1",
-        })
-        if platform.interpreter:
-            env["TRITON_INTERPRET"] = "1"
-            env.setdefault("OMP_NUM_THREADS", "1")  # workers run side by side on few cores
-        else:
-            env.pop("TRITON_INTERPRET", None)
-            # One lock file per physical GPU: timed sections of concurrent workers never overlap.
-            env["AMDKV_TIMING_LOCK"] = timing_lock_path(gpu_lock_key(platform.device))
-            if platform.name == "cuda":
-                # One hardware work queue per worker context instead of CUDA's 8: context creation
-                # then does a fraction of the driver work, and that work is serialised host-wide,
-                # across GPUs. Measured on 2 x H200 (docs/gpu.md, Throughput): a spare's context took
-                # 6.4 s with 24 spares starting on two GPUs, 0.3 s with this; two-GPU scaling went
-                # from 1.38x to 1.86x. The cost: streams share one queue, so a candidate that
-                # overlaps kernels on several streams is timed without that overlap. A value the
-                # user set is kept.
-                env.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
-            if gpu_mem_fraction:
-                # Per-candidate GPU memory cap, applied by the worker to candidate jobs only
-                # (torch.cuda.set_per_process_memory_fraction); exceeding it is runtime_error/oom.
-                env["AMDKV_GPU_MEM_FRACTION"] = f"{gpu_mem_fraction:.4f}"
+        env, self.device = worker_env(platform, self.workdir, os.environ, gpu_mem_fraction)
         env.update(extra_env or {})
         self.started = time.monotonic()
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
