@@ -25,6 +25,7 @@ cannot ask the server for anything.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -269,10 +270,8 @@ class ForkServer:
 
     def close(self) -> None:
         self._alive = False
-        try:
+        with contextlib.suppress(OSError):  # already closed: the server sees EOF either way and exits
             self._sock.close()
-        except OSError:
-            pass  # already closed: the server sees EOF either way and exits
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -326,10 +325,8 @@ def kill_forked(pid: int, *, exited: bool) -> None:
     it may belong to another process by now."""
     targets = [os.killpg] + ([] if exited else [os.kill])
     for kill in targets:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # group gone, or pid no longer ours
             kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass  # nothing left to kill (group gone, or the pid is no longer ours)
 
 
 def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: str,
@@ -361,8 +358,6 @@ def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[st
             return ProcessResult(code, fo.read(), fe.read(), timed_out, time.monotonic() - start)
     finally:
         for path in (out_path, err_path):
-            try:
+            with contextlib.suppress(OSError):  # the caller's temp dir may be gone already
                 os.unlink(path)
-            except OSError:
-                pass  # the child's cwd (the caller's temp dir) may be gone already: nothing to remove
 

@@ -174,9 +174,8 @@ class Spare:
         does not wait for the exit: tearing down a GPU context takes time that is neither the
         candidate's nor the verifier's, so a background thread reaps the process."""
         self.wait_ready()
-        start = time.monotonic()
+        start = self.job_sent_at = time.monotonic()
         deadline = start + timeout
-        self.job_sent_at = time.monotonic()
         self.proc.send_job(json.dumps(job).encode())
         got = self.proc.wait_for(DONE_LINE, deadline)
         self.done_seen_at = time.monotonic()

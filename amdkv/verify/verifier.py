@@ -311,7 +311,8 @@ class Verifier:
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
-        proc.ready_wait_s = spare.ready_wait_s  # type: ignore[attr-defined]
+        # parts of candidate_s, put in the verdict by _judge (every language's path judges through it)
+        handoffs = proc.handoff_timings = {"spare_ready_wait_s": spare.ready_wait_s}  # type: ignore[attr-defined]
         proc.spare_start = spare.start_method + (" (fork failed)" if spare.fork_failure else "")  # type: ignore[attr-defined]
         load0 = time.monotonic()
         report = json.loads(Path(report_path).read_text()) if os.path.isfile(report_path) else None
@@ -321,11 +322,11 @@ class Verifier:
                 outputs = load_tensor_file(outputs_path)
             except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
                 report.setdefault("load_error", f"{type(exc).__name__}: {exc}"[:500])
-        proc.outputs_load_s = time.monotonic() - load0  # type: ignore[attr-defined]
+        handoffs["outputs_load_s"] = time.monotonic() - load0
         if report and spare.job_sent_at and spare.done_seen_at and report.get("job_received_at"):
             # sent -> the worker has the job; report written -> the parent saw DONE (pool.Spare.run)
-            proc.job_handoff_s = report["job_received_at"] - spare.job_sent_at  # type: ignore[attr-defined]
-            proc.done_handoff_s = spare.done_seen_at - report["reported_at"]  # type: ignore[attr-defined]
+            handoffs["job_handoff_s"] = report["job_received_at"] - spare.job_sent_at
+            handoffs["done_handoff_s"] = spare.done_seen_at - report["reported_at"]
         return report, outputs, proc
 
     # ---------------------------------------------------------------------------- judging
@@ -347,10 +348,8 @@ class Verifier:
         this (parent) process for every GPU's candidates, so it bounds the throughput of the host."""
         if getattr(proc, "spare_start", None):  # how the candidate's process was started (fork/exec)
             v.env["spare_start"] = proc.spare_start
-        # parts of candidate_s, recorded here because every language's path judges through here
-        for attr in ("outputs_load_s", "ready_wait_s", "job_handoff_s", "done_handoff_s"):
-            if getattr(proc, attr, None) is not None:
-                v.timings[f"spare_{attr}" if attr == "ready_wait_s" else attr] = round(getattr(proc, attr), 3)
+        for key, secs in getattr(proc, "handoff_timings", {}).items():  # parts of candidate_s
+            v.timings[key] = round(secs, 3)
         t0 = time.monotonic()
         try:
             self._judge_into(v, task, cases, refs, report, outputs, proc)

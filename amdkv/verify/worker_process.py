@@ -5,6 +5,7 @@ calls: send_job, wait_for, stdout_text, wait, kill (plus close_idle for a spare 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import socket
@@ -46,11 +47,9 @@ class ExecWorkerProcess:
         self._out = b""
 
     def send_job(self, data: bytes) -> None:
-        try:
+        with contextlib.suppress(OSError):  # the worker died: EOF comes next, its return code says how
             self.popen.stdin.write(data + b"\n")
             self.popen.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # the worker died: EOF comes next, its return code says how
 
     def wait_for(self, marker: str, deadline: float) -> str:
         """'seen', 'eof' or 'timeout'. stdout read on the way is kept (the last STDOUT_KEEP_BYTES);
@@ -117,10 +116,8 @@ class ForkedWorkerProcess:
         self._wait_lock = threading.Lock()
 
     def send_job(self, data: bytes) -> None:
-        try:
+        with contextlib.suppress(OSError):  # the worker died: EOF comes next
             self.conn.send_bytes(data)
-        except OSError:
-            pass  # the worker died: EOF comes next
 
     def wait_for(self, marker: str, deadline: float) -> str:
         while True:
@@ -150,10 +147,8 @@ class ForkedWorkerProcess:
                 if code is not None:
                     self._code = code
                     self.server.forget(self.pid)
-                    try:
+                    with contextlib.suppress(OSError):  # its channel may be closed already (close_idle)
                         self.conn.close()
-                    except OSError:
-                        pass  # the worker exited; its channel may be closed already (close_idle)
             return self._code
         finally:
             self._wait_lock.release()
@@ -165,7 +160,5 @@ class ForkedWorkerProcess:
 
     def close_idle(self) -> None:
         """Tell a spare that never got a job to exit (it sees EOF on its channel)."""
-        try:
+        with contextlib.suppress(OSError):  # already closed: the spare has seen EOF or exited
             self.conn.close()
-        except OSError:
-            pass  # already closed: the spare has seen EOF or exited
