@@ -204,7 +204,7 @@ class InterpreterBoundsChecker:
             m = np.asarray(mask)
             if m.shape != p.shape:
                 p, m = np.broadcast_arrays(p, m)
-            active = p.reshape(-1) if m.all() else p[m.astype(bool, copy=False)]
+            active = p[m.astype(bool, copy=False)]  # one pass; cheaper than testing m.all() first
         if active.size == 0:
             return
         active = active.astype(np.uint64, copy=False)
