@@ -1,6 +1,6 @@
 """Wrong: 2-D tiles through block pointers; the store has boundary_check, the load does not, so
 the tiles on the bottom edge read past the end of the input. Block pointers exist in
-triton <= 3.7 (3.8 removed them)."""
+triton <= 3.8 (3.9 removed them)."""
 import torch
 import torch.nn as nn
 import triton

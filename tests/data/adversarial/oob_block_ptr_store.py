@@ -1,6 +1,6 @@
 """Wrong: 2-D tiles through block pointers; the load has boundary_check, the store does not, so
 the tiles on the bottom edge store past the end of the output (and the right-edge tiles spill
-into the next row). Block pointers exist in triton <= 3.7 (3.8 removed them)."""
+into the next row). Block pointers exist in triton <= 3.8 (3.9 removed them)."""
 import torch
 import torch.nn as nn
 import triton
