@@ -50,7 +50,8 @@ def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, .
     from amdkv.verify.verifier import BAD_INPUT_REASONS
 
     task = load_task(task_file)
-    with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs) as verifier:
+    # one candidate: no warm spare ahead (spares=0), and always a real run (no verdict cache)
+    with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs, verdict_cache=False) as verifier:
         verdict = verifier.verify(task, candidate_file)
     if verdict.reason in BAD_INPUT_REASONS:
         raise BadInputError(f"{candidate_file}: {verdict.diagnostics}",
@@ -142,7 +143,6 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
     from amdkv.reports.jsonl import JsonlAppender
     from amdkv.tasks.builtin import solution_path
     from amdkv.tasks.suites import load_suite
-    from amdkv.verify.batch import verify_many
     from amdkv.verify.scheduler import open_verifier
 
     all_tasks = load_suite(spec)
@@ -174,7 +174,7 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
                 out.append(verdict.to_dict())
 
         try:
-            verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
+            verdicts = verifier.verify_many(pairs, on_result=tick)
         finally:
             bar.close()
             if out is not None:

@@ -36,6 +36,10 @@ DIAGNOSTIC_CHARS = 600   # example diagnostics in metrics.json / reports are cut
 
 @dataclasses.dataclass
 class EvalSettings:
+    """One `amdkv eval` run. The verifier's settings are `config` (a VerifierConfig; default
+    `VerifierConfig.from_env()` with `device`, `jobs`, `trials` and `timeout` applied on top), or
+    the service at `verifier_url` (`amdkv serve`), whose own settings then apply."""
+
     suite: str
     samples: str
     out: str
@@ -48,6 +52,15 @@ class EvalSettings:
     allow_partial: bool = False
     bootstrap: int = 1000
     seed: int = 0
+    config: Any = None                 # amdkv.config.VerifierConfig | None
+    verifier_url: str | None = None    # an `amdkv serve` service instead of local verification
+    verifier_token: str | None = None
+
+    def verifier_config(self) -> Any:
+        from amdkv.config import resolve_config
+
+        return resolve_config(self.config, device=self.device, jobs=self.jobs, trials=self.trials,
+                              timeout=self.timeout)
 
 
 @dataclasses.dataclass
@@ -137,10 +150,32 @@ def _truncate(text: str | None, n: int = DIAGNOSTIC_CHARS) -> str:
     return text if len(text) <= n else text[: n // 3] + "\n[...]\n" + text[-(2 * n) // 3:]
 
 
-def _resolve_platform(device: str) -> Any:
-    from amdkv.verify.platform import detect_platform
+class _EvalVerifier:
+    """Where this run's verdicts come from, decided once: the platform (detected once, or read from
+    the service), the settings that fingerprint a verdict, and the verifier itself, opened only if
+    something needs verifying (a fully resumed run starts no worker)."""
 
-    return detect_platform(device)
+    def __init__(self, settings: EvalSettings) -> None:
+        self.settings = settings
+        self._remote = None
+        if settings.verifier_url:
+            from amdkv.serve.client import RemoteVerifier
+
+            self._remote = RemoteVerifier(settings.verifier_url, token=settings.verifier_token)
+            self.config = self._remote.config
+            self.platform = self._remote.platform
+        else:
+            from amdkv.verify.platform import detect_platform
+
+            self.config = settings.verifier_config()
+            self.platform = detect_platform(self.config.device)
+
+    def open(self) -> Any:
+        if self._remote is not None:
+            return self._remote
+        from amdkv.verify.scheduler import open_verifier
+
+        return open_verifier(self.config, platform=self.platform)
 
 
 def platform_description(platform: str, device: str | None) -> str:
@@ -177,7 +212,9 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
             f"--k {max(ks)} needs at least {max(ks)} independent sample(s) per task, but {len(short)} task(s) "
             f"have fewer: {listed}",
             hint="give more samples, lower --k, or pass --allow-partial to report those pass@k as not reportable")
-    platform = _resolve_platform(settings.device)
+    source = _EvalVerifier(settings)
+    platform = source.platform
+    trials = source.config.trials
 
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -197,7 +234,7 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
     todo: list[_Job] = []
     for j in jobs:
         fp = fingerprint(sample_sha=j.sha, task_source_hash=j.task.source_hash, platform=platform.name,
-                         trials=settings.trials)
+                         trials=trials)
         rec = old.get(j.key)
         if rec is not None and rec.get("fingerprint") == fp and rec["verdict"].get("status") != "infra_error":
             done[j.key] = rec
@@ -209,7 +246,7 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
     for j in jobs:
         _write_if_changed(j.path, j.source)
     if todo:
-        _verify_jobs(todo, done, store, settings, platform, total=len(jobs), progress=progress)
+        _verify_jobs(todo, done, store, settings, source, total=len(jobs), progress=progress)
 
     # 4. score and report
     # run/turn come from the samples file as it is now (a reused verdict may have been recorded
@@ -233,12 +270,10 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
 
 
 def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], store: ResultsFile,
-                 settings: EvalSettings, platform: Any, *, total: int, progress: bool) -> None:
+                 settings: EvalSettings, source: _EvalVerifier, *, total: int, progress: bool) -> None:
     from tqdm import tqdm
 
-    from amdkv.verify.batch import verify_many
-    from amdkv.verify.scheduler import open_verifier
-
+    platform, trials = source.platform, source.config.trials
     by_path = {str(j.path): j for j in todo}
     lock = threading.Lock()
     counts = Counter()
@@ -257,7 +292,7 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
             "turn": j.entry.turn_of(j.index), "sample_sha": j.sha,
             "sample_path": str(j.path.relative_to(Path(settings.out))),
             "fingerprint": fingerprint(sample_sha=j.sha, task_source_hash=task.source_hash,
-                                       platform=platform.name, trials=settings.trials),
+                                       platform=platform.name, trials=trials),
             "task": _task_meta(task), "verdict": vd,
             "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
@@ -268,13 +303,10 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
             bar.set_postfix(_postfix(counts), refresh=False)
             bar.update(1)
 
-    spares = max(1, min(settings.jobs, len(todo)))
     try:
-        # One Verifier, or a scheduler over every visible GPU (one per GPU, health-checked).
-        with store, open_verifier(settings.device, jobs=spares, trials=settings.trials,
-                                  timeout=settings.timeout) as verifier:
-            verify_many(verifier, [(j.task, str(j.path)) for j in todo], jobs=settings.jobs,
-                        on_result=on_result)
+        # One Verifier, a scheduler over every visible GPU (one per GPU, health-checked), or a service.
+        with store, source.open() as verifier:
+            verifier.verify_many([(j.task, str(j.path)) for j in todo], on_result=on_result)
     finally:
         bar.close()
 
@@ -331,6 +363,7 @@ def build_metrics(records: Sequence[dict[str, Any]], *, settings: EvalSettings, 
         "suite": settings.suite, "samples_file": str(Path(settings.samples).resolve()),
         "samples_sha256": _file_sha(settings.samples), "device": settings.device, "jobs": settings.jobs,
         "trials": settings.trials, "timeout": settings.timeout, "allow_partial": settings.allow_partial,
+        "verifier_url": settings.verifier_url,
     })
     return metrics
 

@@ -17,20 +17,22 @@ import os
 import tempfile
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from amdkv.errors import CandidateFormatError, InfrastructureError
-from amdkv.tasks.loader import load_task
+from amdkv.config import VerifierConfig, resolve_config
+from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify import static_checks
+from amdkv.verify.api import LocalVerifier, deadline_passed
+from amdkv.verify.candidate import Candidate
 from amdkv.verify.compare import bitwise_equal, compare_case, to_device
 from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor_ms
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import Spare, SparePool, gpu_lock_key
 from amdkv.verify.reference_cache import CaseFiles, case_key
-from amdkv.verify.reference_cache import cache_root as reference_cache_root
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, RUNTIME_ERROR,
@@ -54,98 +56,125 @@ def detect_language(source: str) -> str:
     return "triton"
 
 
-class Verifier:
-    """Verifies candidates on one platform; keeps warm spares between calls.
+class Verifier(LocalVerifier):
+    """Verifies candidates on one device, in warm worker processes started ahead.
 
-    Use as a context manager (or call `close()`) so spare processes are cleaned up.
+    `Verifier(config)` with a `VerifierConfig`, or `Verifier("cpu", trials=2, ...)`: a device and
+    any config fields on top of `VerifierConfig.from_env()`. `platform` (already detected, e.g. by
+    `open_verifier`) avoids detecting it again; `device_index` picks the GPU (one Verifier per GPU:
+    see scheduler.py). `submit` runs up to `config.jobs` verifications at once. Use as a context
+    manager (or call `close()`) so worker processes and threads are cleaned up.
     """
 
-    def __init__(self, device: str = "auto", *, trials: int = DEFAULT_TRIALS, timeout: float | None = None,
-                 spares: int = 1, mem_cap_gib: float = 8.0, archs: tuple[str, ...] = (),
-                 time_performance: bool = True, compile_baseline: bool = True, device_index: int = 0,
-                 gpu_mem_fraction: float | None = None) -> None:
-        # device_index picks the GPU (one Verifier per GPU: see scheduler.py); gpu_mem_fraction caps
-        # each candidate's share of GPU memory (None: pool default for `spares` concurrent ones).
-        self.platform: PlatformInfo = detect_platform(device, device_index)
-        self.trials = trials
-        self.timeout = timeout or (90.0 if self.platform.interpreter else 180.0)
-        self.archs = tuple(archs)
-        self.time_performance = time_performance and self.platform.can_time
-        self.compile_baseline = compile_baseline
+    def __init__(self, config: VerifierConfig | str | None = None, *, platform: PlatformInfo | None = None,
+                 device_index: int = 0, **settings: Any) -> None:
+        config = resolve_config(config, **settings)
+        platform = platform or detect_platform(config.device, device_index)
+        super().__init__(config, platform, _describe_device(platform))
         self.reference_runs = 0  # reference workers this Verifier started (cache misses)
-        self.pool = SparePool(self.platform, size=spares, mem_cap_bytes=int(mem_cap_gib * 2**30),
-                              gpu_mem_fraction=gpu_mem_fraction)
-        self._device_desc = self._describe_device()
-        self._gpu_spec = spec_for_device_name(self._device_desc) if self.platform.can_time else None
+        spares = config.spares if config.spares is not None else config.jobs
+        self.pool = SparePool(platform, config, size=spares)
+        self._gpu_spec = spec_for_device_name(self.device_description) if platform.can_time else None
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    # ---------------------------------------------------------------------------- settings
+    @property
+    def trials(self) -> int:
+        return self.config.trials
+
+    @property
+    def timeout(self) -> float:
+        return self.config.timeout_for(self.platform.interpreter)
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        return self.config.archs
+
+    @property
+    def time_performance(self) -> bool:
+        return self.config.time_performance and self.platform.can_time
+
+    @property
+    def compile_baseline(self) -> bool:
+        return self.config.compile_baseline
+
+    @property
+    def _device_desc(self) -> str:  # the name the reference cache keys use
+        return self.device_description
 
     # ---------------------------------------------------------------------------- lifecycle
     def close(self) -> None:
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=False)
         self.pool.close()
-
-    def __enter__(self) -> "Verifier":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _describe_device(self) -> str:
-        if not self.platform.can_time:
-            return "cpu-interpreter"
-        import torch
-
-        return torch.cuda.get_device_name(torch.device(self.platform.device))
+        super().close()
 
     def _env(self) -> dict[str, Any]:
         from amdkv.env import collect_env
 
         env = dict(collect_env(with_gpu=self.platform.can_time))
-        env.update({"platform": self.platform.name, "device": self._device_desc,
+        env.update({"platform": self.platform.name, "device": self.device_description,
                     "trials": self.trials, "base_seed": BASE_SEED, "init_seed": INIT_SEED,
-                    "judge_device": self.judge_device or "cpu"})
+                    "judge_device": self.judge_device or "cpu", "verifier_identity": self.identity})
         return env
 
-    # ---------------------------------------------------------------------------- public API
-    def verify(self, task: Task | str | os.PathLike[str], candidate: str | os.PathLike[str], *,
-               language: str = "auto") -> Verdict:
-        """Verify the candidate file `candidate` against `task` (a Task or a task file path)."""
-        t_start = time.monotonic()
-        if not isinstance(task, Task):
-            task = load_task(task)
-        cand_path = Path(candidate).resolve()
+    # ---------------------------------------------------------------------------- running
+    def _start(self, task: Task, candidate: Candidate, deadline: float | None) -> "Future[Verdict]":
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=self.config.jobs,
+                                                    thread_name_prefix=f"amdkv-verify-{self.platform.name}")
+            return self._executor.submit(self._run, task, candidate, deadline)
+
+    def _run_inline(self, task: Task, candidate: Candidate) -> Verdict:
+        return self._run(task, candidate, None)
+
+    def _run(self, task: Task, candidate: Candidate, deadline: float | None) -> Verdict:
+        if deadline_passed(deadline):
+            return self.infra_verdict(task, candidate, "not started before the caller's deadline",
+                                      reason="not_started_before_deadline")
         try:
-            source = cand_path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CandidateFormatError(f"cannot read candidate file {cand_path}: {exc}",
-                                       hint="pass a readable .py file that defines ModelNew") from exc
-        lang = detect_language(source) if language == "auto" else language
+            return self.verify_now(task, candidate)
+        except Exception as exc:  # noqa: BLE001 - a harness bug is an infra_error, never the candidate's
+            return self.infra_verdict(task, candidate, exc)
+
+    def verify_now(self, task: Task, candidate: Candidate) -> Verdict:
+        """Verify in the calling thread, without the cache (the scheduler's GPU threads call this)."""
+        t_start = time.monotonic()
+        lang = detect_language(candidate.source) if candidate.language == "auto" else candidate.language
         env = self._env()
         env.update({"task_source_hash": task.source_hash, "suite": task.suite,
                     "suite_version": task.metadata.get("suite_version")})
         verdict = Verdict(status=OK, task_id=task.id, language=lang, platform=self.platform.name,
-                          device=self._device_desc, env=env)
+                          device=self.device_description, env=env, candidate_sha256=candidate.sha256)
         try:
-            self._verify_into(verdict, task, cand_path, source, lang)
+            with self.candidate_file(candidate) as cand_path:
+                self._verify_into(verdict, task, cand_path, candidate, lang)
         except InfrastructureError as exc:
             verdict.status, verdict.reason = INFRA_ERROR, "harness_failure"
             verdict.diagnostics += f"\n[infra] {exc}"
         verdict.timings["total_s"] = round(time.monotonic() - t_start, 3)
         verdict.diagnostics = verdict.diagnostics.strip()
-        return verdict
+        return verdict.enforce_invariants()
 
     # ---------------------------------------------------------------------------- steps
-    def _verify_into(self, v: Verdict, task: Task, cand_path: Path, source: str, lang: str) -> None:
+    def _verify_into(self, v: Verdict, task: Task, cand_path: Path, candidate: Candidate, lang: str) -> None:
+        source = candidate.source
         if lang == "hip":
             return self._verify_hip(v, task, cand_path)
         # 1. static checks
         t0 = time.monotonic()
-        findings = static_checks.check_source(source, language=lang, filename=str(cand_path))
+        findings = static_checks.check_source(source, language=lang, filename=candidate.label)
         v.timings["static_s"] = round(time.monotonic() - t0, 3)
         if any(f.code == static_checks.SYNTAX_ERROR for f in findings):
             return self._finish(v, COMPILE_ERROR, "syntax_error", compiled=False,
                                 diag="\n".join(map(str, findings)))
         if not static_checks.has_model_new(source):
             return self._finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
-                                diag=f"{cand_path} defines no top-level class `ModelNew`")
+                                diag=f"{candidate.label} defines no top-level class `ModelNew`")
         want = static_checks.forward_parameters(task.source, "Model")
         got = static_checks.forward_parameters(source, "ModelNew")
         if want is not None and got is not None and "*" not in got and len(want) != len(got):
@@ -232,7 +261,7 @@ class Verifier:
             timed = self.time_performance and case.is_performance
             key = case_key(task.source_hash, case.name, seeds, INIT_SEED, self._device_desc,
                            timed and (self.compile_baseline or "eager-only"), True)
-            files = CaseFiles(key)
+            files = CaseFiles(key, self.config.cache_path)
             refs[case.name] = {"files": files, "seeds": seeds, "timed": timed}
             if files.complete():
                 refs[case.name]["report"] = files.read_report()
@@ -247,8 +276,8 @@ class Verifier:
         # The reference runs only trusted code (the task, PyTorch, torch.compile): its compile caches
         # are shared across reference workers so the torch.compile baseline of a task is not rebuilt
         # from scratch by every process (candidate workers keep private caches, by design).
-        shared = reference_cache_root().parent / "compile-cache"
-        spare = Spare(self.platform, self.pool.mem_cap_bytes, extra_env={
+        shared = self.config.cache_path / "compile-cache"
+        spare = Spare(self.platform, self.config, extra_env={
             "TORCHINDUCTOR_CACHE_DIR": str(shared / "inductor"),
             "TRITON_CACHE_DIR": str(shared / "triton"),
         })
@@ -408,7 +437,7 @@ class Verifier:
                 expected = load_tensor_file(r["files"].expected)
                 inputs = load_tensor_file(r["files"].inputs)
                 t_wait = time.monotonic()
-                with _JUDGE_SLOTS:
+                with judge_slots(self.config.judge_slot_count()):
                     v.timings["judge_wait_s"] = round(v.timings.get("judge_wait_s", 0.0) + time.monotonic() - t_wait, 3)
                     status, reason, message = self._compare_on_judge_device(task, case, cres, expected, inputs,
                                                                             outputs.get(case.name))
@@ -469,12 +498,10 @@ class Verifier:
     @property
     def judge_device(self) -> str | None:
         """Where this verifier compares outputs: the GPU it verifies on, or None for this process's
-        CPU (interpreter platforms; AMDKV_JUDGE_DEVICE=cpu forces it). On a GPU the comparison of a
+        CPU (interpreter platforms; config judge_device=cpu forces it). On a GPU the comparison of a
         64 M-element output takes about a millisecond instead of most of a second of every host core,
         which is what limited two GPUs to 1.1-1.4x one GPU (docs/gpu.md, Throughput)."""
-        if self.platform.interpreter or not self.platform.can_time:
-            return None
-        if os.environ.get("AMDKV_JUDGE_DEVICE", "gpu").strip().lower() == "cpu":
+        if self.platform.interpreter or not self.platform.can_time or self.config.judge_device == "cpu":
             return None
         return self.platform.device
 
@@ -571,7 +598,8 @@ class Verifier:
             from amdkv.verify.backends import hip as hip_backend
         except ImportError as exc:
             return self._finish(v, UNVERIFIABLE, "hip_backend_unavailable", diag=str(exc))
-        fields = hip_backend.verify_hip_compile_only(task.path, str(cand_path), archs=self.archs or ("gfx942",))
+        fields = hip_backend.verify_hip_compile_only(task.path, str(cand_path), archs=self.archs or ("gfx942",),
+                                                     start=self.config.spare_start)
         for key, value in fields.items():
             if key == "resources":
                 v.resources = [ArchResources(**r) if isinstance(r, dict) else r for r in value]
@@ -587,7 +615,7 @@ class Verifier:
         # Launches made while an autotuner benchmarks its configs describe no chosen kernel.
         captures = [c for c in captures if (c.get("autotune_config") or {}).get("phase") != "bench"]
         t0 = time.monotonic()
-        res = compile_triton_for_amd(str(cand_path), captures, archs=self.archs)
+        res = compile_triton_for_amd(str(cand_path), captures, archs=self.archs, start=self.config.spare_start)
         v.timings["amd_compile_s"] = round(time.monotonic() - t0, 3)
         v.resources = [ArchResources(**r) if isinstance(r, dict) else r for r in res]
         if v.resources and not all(r.compiled for r in v.resources):
@@ -606,25 +634,30 @@ def _reference_lock(key: tuple) -> threading.Lock:
         return _REFERENCE_LOCKS.setdefault(key, threading.Lock())
 
 
-def verify_files(task_path: str, candidate_path: str, device: str = "auto", **kw: Any) -> Verdict:
+def verify_files(task_path: str, candidate_path: str, device: str = "auto", **settings: Any) -> Verdict:
     """One-shot convenience: verify one candidate file against one task file."""
-    with Verifier(device, spares=0, **kw) as verifier:
+    with Verifier(device, spares=0, **settings) as verifier:
         return verifier.verify(task_path, candidate_path)
 
 
-def _judge_slots() -> int:
-    """How many comparisons this process runs at once (env AMDKV_JUDGE_SLOTS overrides).
-
-    Every comparison uses torch's whole intra-op thread pool; a dozen at once (two GPUs, six
-    candidates each, judged by threads of this one process) oversubscribe the host's cores and
-    slow the candidates' own processes too. A few at a time keep each one fast."""
-    env = os.environ.get("AMDKV_JUDGE_SLOTS")
-    if env:
-        return max(1, int(env))
-    return max(1, min(4, (os.cpu_count() or 1) // 8))
+_JUDGE_SEMAPHORES: dict[int, threading.BoundedSemaphore] = {}
+_JUDGE_SEMAPHORES_GUARD = threading.Lock()
 
 
-_JUDGE_SLOTS = threading.BoundedSemaphore(_judge_slots())
+def judge_slots(count: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore for `count` comparisons at once (see
+    VerifierConfig.judge_slot_count): shared by every Verifier of the process, because several
+    GPUs' verifiers judge in this one process and share its cores."""
+    with _JUDGE_SEMAPHORES_GUARD:
+        return _JUDGE_SEMAPHORES.setdefault(count, threading.BoundedSemaphore(count))
+
+
+def _describe_device(platform: PlatformInfo) -> str:
+    if not platform.can_time:
+        return "cpu-interpreter"
+    import torch
+
+    return torch.cuda.get_device_name(torch.device(platform.device))
 
 
 def load_tensor_file(path: str | os.PathLike[str]) -> Any:

@@ -68,7 +68,8 @@ def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path) -> None
     if _static(verifier, v, task, cand_path, source):
         return
     t0 = time.monotonic()
-    cap = hip_backend.capture_hip_sources(cand_path, task.path, timeout=min(verifier.timeout, 180.0))
+    cap = hip_backend.capture_hip_sources(cand_path, task.path, timeout=min(verifier.timeout, 180.0),
+                                          start=verifier.config.spare_start)
     v.timings["hip_capture_s"] = round(time.monotonic() - t0, 3)
     if cap.get("worker_error"):
         timed_out = "timed out" in cap["worker_error"]
