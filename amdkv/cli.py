@@ -40,9 +40,11 @@ def main() -> None:
 @click.option("--arch", "archs", multiple=True, help="also compile for these AMD targets (gfx90a, gfx942, gfx950)")
 @click.option("--trials", default=3, show_default=True, help="seeded trials per correctness case")
 @click.option("--timeout", type=float, default=None, help="seconds for the candidate's process")
+@click.option("--verdict-cache/--no-verdict-cache", default=None,
+              help="reuse the verdict of an identical earlier verification (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--json", "as_json", is_flag=True, help="print the verdict as JSON")
 def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, ...], trials: int,
-           timeout: float | None, as_json: bool) -> None:
+           timeout: float | None, verdict_cache: bool | None, as_json: bool) -> None:
     """Verify CANDIDATE_FILE (defines ModelNew) against TASK_FILE (defines Model)."""
     from amdkv.errors import BadInputError
     from amdkv.tasks.loader import load_task
@@ -50,8 +52,9 @@ def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, .
     from amdkv.verify.verifier import BAD_INPUT_REASONS
 
     task = load_task(task_file)
-    # one candidate: no warm spare ahead (spares=0), and always a real run (no verdict cache)
-    with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs, verdict_cache=False) as verifier:
+    # one candidate: no warm spare started ahead (spares=0)
+    with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs,
+                  **_cache_setting(verdict_cache)) as verifier:
         verdict = verifier.verify(task, candidate_file)
     if verdict.reason in BAD_INPUT_REASONS:
         raise BadInputError(f"{candidate_file}: {verdict.diagnostics}",
@@ -66,6 +69,11 @@ def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, .
     if verdict.status == "infra_error":
         sys.exit(EXIT_INFRA)
     sys.exit(EXIT_OK if verdict.status == "ok" else EXIT_FAILURES)
+
+
+def _cache_setting(verdict_cache: bool | None) -> dict[str, bool]:
+    """--verdict-cache/--no-verdict-cache as a config override (absent: the environment's setting)."""
+    return {} if verdict_cache is None else {"verdict_cache": verdict_cache}
 
 
 # -------------------------------------------------------------------------------------- tasks
@@ -112,9 +120,11 @@ def tasks_list(spec: str, suite: str | None, split: str | None, level: int | Non
 @click.option("--json", "as_json", is_flag=True)
 def env(as_json: bool) -> None:
     """Print the machine, GPU and toolchain facts every verdict records."""
+    from amdkv.config import VerifierConfig
     from amdkv.env import collect_env
 
-    info = collect_env(with_gpu=True, with_tools=True)
+    info = dict(collect_env(with_gpu=True, with_tools=True))
+    info["verifier_settings"] = VerifierConfig.from_env().to_dict()  # what AMDKV_* asks for here
     if as_json:
         click.echo(json.dumps(info, indent=2))
     else:
@@ -134,9 +144,11 @@ def env(as_json: bool) -> None:
               help="on GPUs, also time torch.compile of the reference (slow the first time)")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="also write the verdicts as JSON lines to this file")
+@click.option("--verdict-cache/--no-verdict-cache", default=None,
+              help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--json", "as_json", is_flag=True)
 def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs: int, compile_baseline: bool,
-         out_file: str | None, as_json: bool) -> None:
+         out_file: str | None, verdict_cache: bool | None, as_json: bool) -> None:
     """Verify every bundled reference solution on the best local device and print a table."""
     from tqdm import tqdm
 
@@ -157,7 +169,7 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
     if not pairs:
         raise AmdkvError(f"no bundled {language} solutions for {spec}", hint="try --language triton")
     # several visible GPUs: one scheduler per GPU (amdkv/verify/scheduler.py)
-    with open_verifier(device, jobs=jobs, compile_baseline=compile_baseline) as verifier:
+    with open_verifier(device, jobs=jobs, compile_baseline=compile_baseline, **_cache_setting(verdict_cache)) as verifier:
         bar = tqdm(total=len(pairs), desc=f"verifying on {verifier.platform.name}", unit="task",
                    disable=as_json, file=sys.stderr)
         counts = {"ok": 0}
@@ -204,12 +216,14 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
 @click.option("--bootstrap", default=1000, show_default=True, type=click.IntRange(min=0), help="CI resamples")
 @click.option("--seed", default=0, show_default=True, help="bootstrap seed")
 @click.option("--allow-partial", is_flag=True, help="tasks with fewer samples than k: report pass@k as not reportable")
+@click.option("--verdict-cache/--no-verdict-cache", default=None,
+              help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--compare", nargs=2, type=click.Path(), default=None, metavar="A B",
               help="compare two runs (folders or metrics.json) instead of evaluating")
 @click.option("--json", "as_json", is_flag=True, help="print metrics.json (or the comparison) as JSON")
 def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str, p_text: str,
              device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
-             allow_partial: bool, compare: tuple[str, str] | None, as_json: bool) -> None:
+             allow_partial: bool, verdict_cache: bool | None, compare: tuple[str, str] | None, as_json: bool) -> None:
     """Verify a samples file against SUITE and write metrics.json, report.md and report.html to --out.
 
     \b
@@ -217,6 +231,7 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
     amdkv eval --compare RUN_A RUN_B [--json]
     """
     from amdkv import evaluation
+    from amdkv.config import VerifierConfig
 
     if compare:
         if suite or samples_file or out_dir:
@@ -232,7 +247,8 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
     settings = evaluation.EvalSettings(
         suite=suite, samples=samples_file, out=out_dir, ks=evaluation.parse_int_list(k_text, "--k"),
         ps=evaluation.parse_float_list(p_text, "--p"), device=device, jobs=jobs, trials=trials, timeout=timeout,
-        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed)
+        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed,
+        config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
     outcome = evaluation.run_eval(settings, progress=not as_json)
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
