@@ -12,10 +12,12 @@ from amdkv.prompts.messages import PromptConfig, build_messages, feedback_for, s
 from amdkv.prompts.stages import STAGES, next_stage
 from amdkv.prompts.target import ARCH_NAMES, DEFAULT_ARCH, target_facts
 from amdkv.prompts.templates import PROMPT_VERSION
+from amdkv.prompts.trajectory import (DEFAULT_GAMMA, TRAJECTORY_SCHEMA_VERSION, Trajectory, Turn, discounted_returns,
+                                      prompt_key)
 
 __all__ = [
-    "ARCH_NAMES", "DEFAULT_ARCH", "EXTRACTION_REASONS", "PROMPT_VERSION", "STAGES",
-    "Extraction", "Feedback", "PromptConfig", "build_messages",
-    "clean_log", "extract_code", "feedback_for", "next_stage", "split_reasoning",
+    "ARCH_NAMES", "DEFAULT_ARCH", "DEFAULT_GAMMA", "EXTRACTION_REASONS", "PROMPT_VERSION", "STAGES",
+    "TRAJECTORY_SCHEMA_VERSION", "Extraction", "Feedback", "PromptConfig", "Trajectory", "Turn", "build_messages",
+    "clean_log", "discounted_returns", "extract_code", "feedback_for", "next_stage", "prompt_key", "split_reasoning",
     "system_message", "target_facts", "task_message",
 ]
