@@ -194,6 +194,17 @@ def test_feedback_for_gpu_timings_lds_overflow_and_nvidia_proxy():
     assert "WARNING: LDS 131072 B exceeds gfx942 limit" in text
 
 
+def test_mismatch_shows_what_the_program_printed_and_timeouts_say_why():
+    nan = feedback_for(PromptConfig(), verdict=_verdict("mismatch_nan")).content
+    assert "Other output:" in nan and "invalid value encountered in divide" in nan
+    assert "Other output:" not in feedback_for(PromptConfig(), verdict=_verdict("mismatch_tail")).content
+    v = _verdict("runtime_sys_exit")
+    v.update(status="timeout", reason="interpreter_timeout", diagnostics="[small] candidate did not finish in 90 s")
+    v["cases"][0].update(status="timeout", reason="interpreter_timeout", message="did not finish in 90 s")
+    fb = feedback_for(PromptConfig(), verdict=v)
+    assert fb.stage == "fix_runtime" and "launch fewer, larger programs" in fb.content and "90 s" in fb.content
+
+
 def test_unverifiable_ends_and_infra_error_is_never_shown():
     v = _verdict("ok_relu_gfx942")
     v.update(status="unverifiable", reason="bf16_on_interpreter")

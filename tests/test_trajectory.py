@@ -59,6 +59,7 @@ def test_turns_and_requests(task):
                          "reasoning_content": traj.turns[0].reasoning}
     assert second[3] == {"role": "user", "content": traj.turns[0].feedback}
     assert traj.messages()[-1]["content"] == traj.turns[1].reply
+    assert "reasoning_content" not in traj.request(1, reasoning=False)[2]
     assert traj.best_turn() == 1
     assert traj.metadata["prompt_config"] == CONFIG.to_dict()
 

@@ -206,6 +206,12 @@ def _details(v: Mapping[str, Any], max_log_chars: int) -> str:
             parts.append("\n".join(cases))
     if status in (COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT) and v.get("diagnostics"):
         parts.append("Log:\n```text\n" + clean_log(v["diagnostics"], max_log_chars) + "\n```")
+    if status == MISMATCH:  # the cases say it all, except what the program printed (warnings...)
+        told = [c.get("message") for c in v.get("cases", []) if c.get("message")]
+        rest = "\n".join(line for line in (v.get("diagnostics") or "").split("\n")
+                         if line.strip() and not any(m in line for m in told))
+        if rest:
+            parts.append("Other output:\n```text\n" + clean_log(rest, max_log_chars) + "\n```")
     if status == OK:
         timing = _timing_lines(v)
         parts.append("\n".join(timing) if timing else "No timings are available on this platform.")

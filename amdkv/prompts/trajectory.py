@@ -137,9 +137,10 @@ class Trajectory:
         return cls(task_id=task.id, language=config.language, arch=config.arch, prompt_version=config.version,
                    prompt=build_messages(task, config), model=model, gamma=gamma, metadata=meta)
 
-    def request(self, turn: int | None = None) -> list[Message]:
+    def request(self, turn: int | None = None, *, reasoning: bool = True) -> list[Message]:
         """The messages sent to the model for turn `turn` (default: the next one): the prompt and
-        every earlier reply with the feedback that followed it."""
+        every earlier reply with the feedback that followed it. `reasoning=False` leaves earlier
+        think blocks out (what a server with Qwen3's stock template would show the model anyway)."""
         t = len(self.turns) if turn is None else turn
         if not 0 <= t <= len(self.turns):
             raise BadInputError(f"turn {t} does not exist (the trajectory has {len(self.turns)} turns)",
@@ -149,7 +150,7 @@ class Trajectory:
             if turn_k.feedback is None:
                 raise BadInputError(f"turn {k} has no feedback, so turn {k + 1} was never asked",
                                     hint="set turns[k].feedback = feedback_for(...).content before the next turn")
-            messages += [turn_k.assistant_message(), {"role": "user", "content": turn_k.feedback}]
+            messages += [turn_k.assistant_message(reasoning=reasoning), {"role": "user", "content": turn_k.feedback}]
         return messages
 
     def messages(self, *, through_turn: int | None = None, reasoning: bool = True) -> list[Message]:
@@ -159,10 +160,7 @@ class Trajectory:
         if not 0 <= last < len(self.turns):
             raise BadInputError(f"through_turn={through_turn} but the trajectory has {len(self.turns)} turns",
                                 hint="use 0 <= through_turn < len(turns)")
-        messages = self.request(last)
-        if not reasoning:
-            messages = [{k: v for k, v in m.items() if k != "reasoning_content"} for m in messages]
-        return messages + [self.turns[last].assistant_message(reasoning=reasoning)]
+        return self.request(last, reasoning=reasoning) + [self.turns[last].assistant_message(reasoning=reasoning)]
 
     def check(self) -> "Trajectory":
         """Structural checks (raises BadInputError); returns self."""

@@ -16,8 +16,8 @@ run needs a 10-30 M parameter model, without reaching the Hugging Face Hub.
   prompt templates, so kernels and prompts tokenise into sensible pieces); no download.
 
 Presets (`PRESETS`, parameters counted with tied embeddings on the default corpus, whose BPE
-stops at about 3.6 k tokens whatever larger `vocab_size` is asked): `unit` (hidden 64, 2 layers,
-≈0.2 M: unit tests, seconds on a CPU) and `smoke` (hidden 512, 6 layers, ≈21 M: a GPU smoke run).
+stops at about 4.3 k tokens whatever larger `vocab_size` is asked): `unit` (hidden 64, 2 layers,
+0.34 M: unit tests, seconds on a CPU) and `smoke` (hidden 512, 6 layers, 21.1 M: a GPU smoke run).
 `python -m amdkv.train.tiny_model --preset smoke --out DIR` writes tokenizer and model to DIR
 (`from_pretrained(DIR)` then loads them anywhere, offline).
 """
