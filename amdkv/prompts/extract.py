@@ -119,7 +119,7 @@ def _fenced_blocks(answer: str) -> list[_Block]:
         if not m:
             i += 1
             continue
-        fence, indent = m.group("fence"), len(m.group("indent").expandtabs())
+        fence, indent = m.group("fence"), len(m.group("indent"))
         body: list[str] = []
         j = i + 1
         closed = False
@@ -136,12 +136,9 @@ def _fenced_blocks(answer: str) -> list[_Block]:
 
 
 def _dedent(lines: list[str], indent: int) -> str:
-    """Remove up to the fence's own indentation from each line (fences inside list items)."""
-    out = []
-    for line in lines:
-        expanded = line.expandtabs()
-        strip = min(indent, len(expanded) - len(expanded.lstrip(" ")))
-        out.append(expanded[strip:])
+    """Remove up to the fence's own indentation (spaces) from each line: fences inside list items.
+    Nothing else in the code changes (tabs and string contents stay as written)."""
+    out = [line[min(indent, len(line) - len(line.lstrip(" "))):] for line in lines] if indent else lines
     return "\n".join(out).strip("\n") + "\n"
 
 

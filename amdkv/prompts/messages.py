@@ -15,6 +15,7 @@ one system and one user message.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Mapping
 
 from amdkv.errors import BadInputError
@@ -62,6 +63,11 @@ class PromptConfig:
 def system_message(config: PromptConfig) -> dict[str, str]:
     """The system message: role, the AMD target, how to write the language for it, the verifier's
     rules, how programs are judged and the answer format."""
+    return {"role": "system", "content": _system_content(config)}
+
+
+@functools.lru_cache(maxsize=32)
+def _system_content(config: PromptConfig) -> str:
     v = config.version
     facts = template_fields(target_facts(config.arch))
     common = {**facts, "language_name": language_name(config.language)}
@@ -72,7 +78,7 @@ def system_message(config: PromptConfig) -> dict[str, str]:
         rules=templates.render("rules", v, **rule_fields(config.language)).strip(),
         judging=templates.render("judging", v).strip(),
         answer_format=templates.render("answer", v).strip())
-    return {"role": "system", "content": content}
+    return content
 
 
 def _task_notes(task: Task) -> str:
