@@ -29,11 +29,15 @@ import hashlib
 import json
 import math
 import uuid
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 from amdkv.errors import BadInputError
 from amdkv.prompts.extract import EXTRACTION_REASONS, OK as EXTRACTED, Extraction
 from amdkv.prompts.stages import STAGES
+
+if TYPE_CHECKING:
+    from amdkv.prompts.messages import PromptConfig
+    from amdkv.tasks.types import Task
 
 TRAJECTORY_SCHEMA_VERSION = 1
 DEFAULT_GAMMA = 0.6  # DESIGN.md section 6
@@ -128,7 +132,7 @@ class Trajectory:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def start(cls, task: Any, config: Any, *, model: str | None = None, gamma: float = DEFAULT_GAMMA,
+    def start(cls, task: "Task", config: "PromptConfig", *, model: str | None = None, gamma: float = DEFAULT_GAMMA,
               **metadata: Any) -> "Trajectory":
         """A new trajectory whose prompt is `build_messages(task, config)` (stage `write`)."""
         from amdkv.prompts.messages import build_messages
@@ -170,8 +174,7 @@ class Trajectory:
         if not self.prompt or self.prompt[-1].get("role") != "user":
             raise BadInputError("a trajectory's prompt must end with a user message",
                                 hint="use build_messages(task, config) or Trajectory.start")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise BadInputError(f"gamma={self.gamma} is outside [0, 1]", hint="the default is 0.6")
+        _check_gamma(self.gamma)
         for k, turn in enumerate(self.turns):
             turn.check(k)
             if k < len(self.turns) - 1 and turn.feedback is None:
@@ -281,7 +284,7 @@ def _from_json_text(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def rl_prompt_row(task: Any, config: Any) -> dict[str, Any]:
+def rl_prompt_row(task: "Task", config: "PromptConfig") -> dict[str, Any]:
     """The GRPO dataset row for `task` under `config`: `prompt` (system + user messages) plus
     `prompt_key`, `task_id`, `language`, `arch`, `prompt_version` columns (TRL hands extra columns
     to reward functions; the rollout function finds the row by `prompt_key`)."""
@@ -303,14 +306,18 @@ def prompt_key(messages: Iterable[Mapping[str, Any]]) -> str:
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:24]
 
 
+def _check_gamma(gamma: float) -> None:
+    if not 0.0 <= gamma <= 1.0:
+        raise BadInputError(f"gamma={gamma} is outside [0, 1]", hint=f"the default is {DEFAULT_GAMMA}")
+
+
 def discounted_returns(rewards: Sequence[float | None], gamma: float = DEFAULT_GAMMA) -> list[float | None]:
     """G_t = r_t + gamma * G_{t+1} (G_T = 0), i.e. G_t = sum_{k>=t} gamma^(k-t) r_k, for every turn t.
 
     A None reward (a turn that cannot be scored, e.g. `unverifiable`) makes G_t None for every
     t up to it: the sum has a term of unknown value, and TRL gives a None reward advantage 0
     instead of a wrong one."""
-    if not 0.0 <= gamma <= 1.0:
-        raise BadInputError(f"gamma={gamma} is outside [0, 1]", hint="the default is 0.6")
+    _check_gamma(gamma)
     out: list[float | None] = [None] * len(rewards)
     running: float | None = 0.0
     for t in range(len(rewards) - 1, -1, -1):
