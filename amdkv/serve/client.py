@@ -38,7 +38,7 @@ from typing import Any
 from amdkv.config import VerifierConfig
 from amdkv.errors import AmdkvError, BadInputError, InfrastructureError, TaskFormatError
 from amdkv.serve.protocol import HEALTH_PATH, PROTOCOL, PROTOCOL_MAJOR, TOKEN_ENV, VERIFY_PATH
-from amdkv.verify.api import BaseVerifier
+from amdkv.verify.api import BaseVerifier, as_task
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.verdict import INFRA_ERROR, Verdict
@@ -261,8 +261,7 @@ def _task_ref(task: Any) -> _TaskRef:
         except (OSError, UnicodeDecodeError) as exc:
             raise TaskFormatError(f"cannot read task file {path}: {exc}",
                                   hint="pass the path of a .py task file, or a loaded Task") from None
-    raise BadInputError(f"a task is a Task or the path of a task file, not {type(task).__name__}",
-                        hint="load it with amdkv.tasks.loader.load_task(path) or pass the path")
+    return as_task(task)  # raises the error every verifier gives for anything else
 
 
 def _error_of(r: Any) -> dict[str, Any]:

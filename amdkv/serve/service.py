@@ -41,8 +41,8 @@ from amdkv.serve.protocol import (DEFAULT_DEADLINE_S, DEFAULT_MAX_BODY_BYTES, DE
                                   DEFAULT_MAX_QUEUE, DEFAULT_PORT, DEFAULT_REMEMBERED_REQUESTS,
                                   DEFAULT_REQUEST_TTL_S, PROTOCOL, TASKS_PATH, TOKEN_ENV, ServiceError,
                                   error_object, is_loopback)
-from amdkv.tasks.types import Task
-from amdkv.verify.candidate import Candidate
+from amdkv.tasks.types import Task, task_source_hash
+from amdkv.verify.candidate import Candidate, source_sha256
 from amdkv.verify.verdict import INFRA_ERROR, VERDICT_SCHEMA_VERSION, Verdict
 
 DEADLINE_REASONS = ("not_started_before_deadline", "deadline_exceeded")
@@ -112,13 +112,10 @@ class _Job:
 
 def request_fingerprint(req: Any) -> str:
     """What a retry must repeat exactly (the deadline is left out: a retry sends what is left of it)."""
-    blob = {"task_id": req.task_id, "task_source": _sha(req.task_source), "task_source_hash": req.task_source_hash,
-            "candidate": _sha(req.candidate_source), "language": req.language}
+    blob = {"task_id": req.task_id, "task_source": req.task_source and source_sha256(req.task_source),
+            "task_source_hash": req.task_source_hash, "candidate": source_sha256(req.candidate_source),
+            "language": req.language}
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
-
-
-def _sha(text: str | None) -> str | None:
-    return None if text is None else hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 class VerificationService:
@@ -222,7 +219,7 @@ class VerificationService:
             raise ServiceError(403, "task_source_disabled", "this server does not load tasks sent as task_source",
                                hint=f"name a served task by task_id (GET {TASKS_PATH}), or ask the operator to "
                                     "start the server without --no-task-source")
-        if source_hash is not None and source_hash != hashlib.sha256(source.encode()).hexdigest()[:16]:
+        if source_hash is not None and source_hash != task_source_hash(source):
             raise ServiceError(422, "invalid_request", "task_source_hash is not the hash of task_source",
                                hint="send Task.source_hash of the task whose source you send, or leave it out")
         try:

@@ -28,7 +28,6 @@ Standard library only at import; the sandbox is imported when a load runs.
 from __future__ import annotations
 
 import collections
-import hashlib
 import json
 import os
 import tempfile
@@ -38,6 +37,7 @@ from typing import Any, Callable, Mapping
 
 from amdkv.errors import InfrastructureError, TaskFormatError
 from amdkv.tasks.types import CASE_TAGS, COMPARATORS, Case, Task
+from amdkv.verify.candidate import source_sha256  # standard library only
 
 WORKER_MODULE = "amdkv.tasks.isolated_worker"
 DEFAULT_TIMEOUT_S = 60.0
@@ -45,10 +45,6 @@ MAX_DESCRIPTION_BYTES = 4 << 20
 SOURCES_DIR = "task-sources"
 # A GPU is never needed to read a task's metadata, and a task's import must not touch one.
 _NO_GPU = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
-
-
-def source_sha256(source: str) -> str:
-    return hashlib.sha256(source.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def stored_task_path(source: str, cache_dir: str | os.PathLike[str]) -> Path:
