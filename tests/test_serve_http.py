@@ -143,6 +143,15 @@ def test_bad_input_gets_clear_4xx_answers_and_the_service_stays_up(http, tasks):
     err = assert_error(http.post("/v1/verify", json={**ok, "candidate_source": "x" * (10 << 20)}),
                        413, "request_too_large")
     assert "4194304 bytes" in err["message"]
+
+    def chunked_10mb():  # no Content-Length: the limit is counted while reading
+        yield b'{"task_id": "l1_relu", "candidate_source": "'
+        for _ in range(10):
+            yield b"x" * (1 << 20)
+        yield b'"}'
+
+    assert_error(http.post("/v1/verify", content=chunked_10mb(), headers={"content-type": "application/json"}),
+                 413, "request_too_large")
     err = assert_error(http.post("/v1/verify", json={**ok, "task_id": "l1_reluu"}), 404, "unknown_task")
     assert "l1_relu" in err["message"] and "/v1/tasks" in err["hint"]
     err = assert_error(http.post("/v1/verify", json={**ok, "task_source_hash": "0" * 16}), 409, "task_source_mismatch")
@@ -210,7 +219,7 @@ def test_batch_answers_in_order_and_is_refused_whole(http):
 # ------------------------------------------------------------------------------ load
 def test_a_thousand_requests_at_once_get_verdicts_or_429_and_the_service_stays_up(make_service):
     service = make_service(max_queue=4)
-    body = {"task_id": "l1_relu", "candidate_source": variant(RELU, "thousand")}  # fresh: one real run
+    body = {"task_id": "l1_relu", "candidate_source": variant(SLOW_RELU, "thousand")}  # fresh: one real run
 
     async def fire(url: str) -> list[httpx.Response]:
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=0)
@@ -220,7 +229,9 @@ def test_a_thousand_requests_at_once_get_verdicts_or_429_and_the_service_stays_u
     with serve_in_background(service) as url:
         answers = asyncio.run(fire(url))
         statuses = [r.status_code for r in answers]
-        assert set(statuses) <= {200, 429} and statuses.count(200) >= 1 and statuses.count(429) >= 900
+        # how many arrive while the one real run holds the queue depends on the machine's load;
+        # requests after it are answered from the cache, each admitted and released at once
+        assert set(statuses) <= {200, 429} and statuses.count(200) >= 1 and statuses.count(429) >= 100
         for r in answers:
             if r.status_code == 429:
                 assert int(r.headers["Retry-After"]) >= 1 and r.json()["error"]["code"] == "queue_full"
@@ -228,6 +239,7 @@ def test_a_thousand_requests_at_once_get_verdicts_or_429_and_the_service_stays_u
                 assert r.json()["verdict"]["status"] == "ok"
         health = httpx.get(f"{url}/v1/health").json()
         assert health["counters"]["queue_full"] == statuses.count(429)
+        assert health["counters"]["admitted"] == statuses.count(200)  # every verdict was admitted, no 429 was
         assert health["queue"]["admitted"] == 0
 
 
