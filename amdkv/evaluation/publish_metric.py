@@ -117,7 +117,9 @@ def stage_tasks(tasks_spec: str, into: Path, repo_id: str) -> dict[str, Any]:
         (into / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, into / rel)
         copied.append(rel)
-    extras = [p for p in root.glob("LICENSE*")] + [p for p in root.glob("data/TritonBench_G*.json")]
+    # licence files, TritonBench-G's index and instructions, KernelBench's prompt templates and examples
+    extras = [p for pattern in ("LICENSE*", "data/TritonBench_G*.json", "src/kernelbench/prompts/**/*")
+              for p in root.glob(pattern) if p.is_file()]
     for p in extras:
         rel = p.relative_to(root)
         (into / rel).parent.mkdir(parents=True, exist_ok=True)

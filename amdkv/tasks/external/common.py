@@ -130,9 +130,14 @@ def provenance(benchmark: str, repo: str, root: Path, file: Path) -> dict[str, A
             "file_sha256": hashlib.sha256(file.read_bytes()).hexdigest()}
 
 
-def provenance_text(p: dict[str, Any]) -> str:
-    commit = f"@{p['commit'][:12]}" if p.get("commit") else ""
+def provenance_text(p: dict[str, Any], *, with_commit: bool = True) -> str:
+    commit = f"@{p['commit'][:12]}" if p.get("commit") and with_commit else ""
     return f"{p['benchmark']}: {p['repository']}{commit}:{p['file']} (sha256 {p['file_sha256'][:12]})"
+
+
+def split_provenance(p: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(content-only provenance text for generated files, the Task's full provenance fields)."""
+    return provenance_text(p, with_commit=False), {"provenance": provenance_text(p), "provenance_detail": p}
 
 
 def generated_dir(benchmark: str, key: str) -> Path:

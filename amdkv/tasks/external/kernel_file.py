@@ -98,15 +98,18 @@ def unverifiable_table(info: testcode.TestCodeInfo, kernel: str, tests: str) -> 
 
 
 def build_task(*, benchmark: str, task_id: str, kernel: str, tests: str, style: str,
-               provenance: str, metadata: dict[str, Any]) -> Task:
+               provenance: str, metadata: dict[str, Any], volatile: dict[str, Any] | None = None) -> Task:
     """The Task for one benchmark file (see the module docstring). `metadata` is merged into the
-    task's METADATA (licence, provenance detail, instructions, benchmark rule, ...)."""
+    generated file's METADATA (licence, instructions, benchmark rule, ...); `provenance` (file and
+    sha256: content, not location) heads the generated code. `volatile` (e.g. the checkout's commit)
+    is set on the loaded Task only, so the task's source, and every cache key built from it, changes
+    when the benchmark's content changes and not when the checkout moves."""
     stem = module_safe(task_id)
     folder = generated_dir(benchmark, content_key(HARNESS_VERSION, benchmark, task_id, provenance, kernel, tests,
                                                   repr(sorted(metadata.items(), key=lambda kv: kv[0]))))
     task_path = folder / f"{stem}_task.py"
     if task_path.is_file():  # generated from exactly these inputs before (the key is their hash)
-        return load_task(task_path, suite=benchmark, task_id=task_id)
+        return _with_volatile(load_task(task_path, suite=benchmark, task_id=task_id), volatile)
     info = testcode.analyse(tests, style)
     spec = {"style": style, "tests": list(info.tests), "task_id": task_id}
     suffix = SUFFIX_TEMPLATE.format(provenance=provenance, tests=testcode.transform(tests, style).rstrip(),
@@ -128,4 +131,12 @@ def build_task(*, benchmark: str, task_id: str, kernel: str, tests: str, style: 
     task_text = TASK_TEMPLATE.format(description=description.replace('"""', "'''"), provenance=provenance,
                                      program=program_path.name, case=CASE_NAME, metadata=meta)
     write_atomic(task_path, task_text)  # last: its presence means the folder is complete
-    return load_task(task_path, suite=benchmark, task_id=task_id)
+    return _with_volatile(load_task(task_path, suite=benchmark, task_id=task_id), volatile)
+
+
+def _with_volatile(task: Task, volatile: dict[str, Any] | None) -> Task:
+    for key, value in (volatile or {}).items():
+        if key == "provenance":
+            task.provenance = value
+        task.metadata[key] = value
+    return task

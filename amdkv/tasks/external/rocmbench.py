@@ -58,17 +58,16 @@ def load(rest: str) -> list[Task]:
     tasks = []
     for path in files:
         kernel, tests, _ = common.split_at_separator(common.read_text(path), path)
-        prov = common.provenance("ROCmBench", "AMD-AGI/GEAK-eval", root, path)
+        content_prov, volatile = common.split_provenance(common.provenance("ROCmBench", "AMD-AGI/GEAK-eval", root, path))
         text = instructions.get(path.name)
         meta = {
             "benchmark": PREFIX, "benchmark_rule": BENCHMARK_RULE,
             "licence": common.detect_licence(folder, root) or LICENCE,
             "licence_note": "GEAK-eval's ROCm files say 'Copyright AMD, all rights reserved'; not redistributable",
             "redistributable": False,
-            "provenance": common.provenance_text(prov), "provenance_detail": prov,
             "instruction": {"instruction": text} if text else None,
             "description": f"ROCmBench {path.name}",
         }
         tasks.append(build_task(benchmark=PREFIX, task_id=path.stem, kernel=kernel, tests=tests,
-                                style="pytest", provenance=meta["provenance"], metadata=meta))
+                                style="pytest", provenance=content_prov, metadata=meta, volatile=volatile))
     return tasks

@@ -79,11 +79,10 @@ def load(rest: str) -> list[Task]:
     for path in files:
         kernel, tests, _ = common.split_at_separator(common.read_text(path), path)
         entry = index.get(path.name, {})
-        prov = common.provenance("TritonBench-G", repo, root, path)
+        content_prov, volatile = common.split_provenance(common.provenance("TritonBench-G", repo, root, path))
         instruction = {k: entry[k] for k in ("simp_instru", "comp_instru", "simp_prompt", "comp_prompt") if entry.get(k)}
         meta = {
             "benchmark": PREFIX, "benchmark_rule": BENCHMARK_RULE, "licence": licence,
-            "provenance": common.provenance_text(prov), "provenance_detail": prov,
             "upstream_repo": entry.get("repo"),
             "licence_note": ("TritonBench-G collects kernels from public repositories (`upstream_repo`); "
                              "TritonBench publishes them under its repository licence"),
@@ -93,5 +92,5 @@ def load(rest: str) -> list[Task]:
             "description": (entry.get("simp_instru") or f"TritonBench-G {path.name}").strip().split("\n")[0][:200],
         }
         tasks.append(build_task(benchmark=PREFIX, task_id=path.stem, kernel=kernel, tests=tests,
-                                style="tritonbench", provenance=meta["provenance"], metadata=meta))
+                                style="tritonbench", provenance=content_prov, metadata=meta, volatile=volatile))
     return tasks
