@@ -62,6 +62,7 @@ class EvalSettings:
     policy: str = "strict"             # strict | reference (docs/benchmarks.md: reference-as-candidate runs)
     benchmark_verdicts: bool | None = None  # also verify under the benchmark's own rule (None: for external suites)
     model_name: str | None = None      # names the model in model_index.json (default: the samples file's stem)
+    deadline: float | None = None      # time.monotonic(): samples not started by then end infra_error (re-run retries)
 
     def verifier_config(self, policy: str | None = None) -> Any:
         from amdkv.config import resolve_config
@@ -358,7 +359,8 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
     try:
         # One Verifier, a scheduler over every visible GPU (one per GPU, health-checked), or a service.
         with store, source.open() as verifier:
-            verifier.verify_many([(j.task, str(j.path)) for j in todo], on_result=on_result)
+            verifier.verify_many([(j.task, str(j.path)) for j in todo], on_result=on_result,
+                                 deadline=settings.deadline)
     finally:
         bar.close()
 
