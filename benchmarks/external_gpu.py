@@ -208,20 +208,31 @@ def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: 
             "per_minute": round(60 * len(ran) / elapsed, 2) if elapsed and ran else None, "tasks": results}
 
 
+def candidate_jobs(amdkv: dict[str, Any], work: Path, prefix: str, env: dict[str, str], cwd: Path,
+                   argv: Any) -> list[dict[str, Any]]:
+    """One harness job per reference candidate: the candidate's file in a folder of its own, and
+    `argv(task_id, candidate_file, folder)` to run."""
+    jobs = []
+    for tid, cand in amdkv["reference_candidates"].items():
+        folder = work / f"{prefix}_{tid.replace('/', '_')}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "candidate.py").write_text(cand)
+        jobs.append({"task_id": tid, "argv": argv(tid, folder / "candidate.py", folder), "env": env, "cwd": str(cwd)})
+    return jobs
+
+
 def kb_harness(kb_root: Path, amdkv: dict[str, Any], env: dict[str, str], work: Path, *, budget: float,
                log: Any) -> dict[str, Any]:
     if not (kb_root / "src" / "kernelbench" / "eval.py").is_file():
         return {"unavailable": f"no src/kernelbench/eval.py under {kb_root}"}
     driver = work / "kb_driver.py"
     driver.write_text(KB_DRIVER)
-    jobs = []
-    for tid, cand in amdkv["reference_candidates"].items():
+
+    def argv(tid: str, cand: Path, folder: Path) -> list[str]:
         level, stem = tid.split("/", 1)
-        cand_file = work / f"kb_{level}_{stem}.py"
-        cand_file.write_text(cand)
-        ref = kb_root / "KernelBench" / level / f"{stem}.py"
-        jobs.append({"task_id": tid, "argv": [sys.executable, str(driver), str(ref), str(cand_file)],
-                     "env": env, "cwd": str(work)})
+        return [sys.executable, str(driver), str(kb_root / "KernelBench" / level / f"{stem}.py"), str(cand)]
+
+    jobs = candidate_jobs(amdkv, work, "kb", env, work, argv)
     # KernelBench's eval_from_generations on one GPU: one candidate at a time, each in a fresh process
     return run_harness("kernelbench", jobs, workers=1, budget=budget, per_job_timeout=180, log=log)
 
@@ -232,13 +243,9 @@ def geak_harness(kind: str, geak_root: Path, amdkv: dict[str, Any], env: dict[st
         return {"unavailable": f"no geak_eval/evaluators/interface.py under {geak_root}"}
     driver = work / "geak_driver.py"
     driver.write_text(GEAK_DRIVER)
-    jobs = []
-    for tid, cand in amdkv["reference_candidates"].items():
-        folder = work / f"{kind}_{tid}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "candidate.py").write_text(cand)
-        jobs.append({"task_id": tid, "argv": [sys.executable, str(driver), kind, str(folder / "candidate.py"),
-                                              f"{tid}.py", str(folder)], "env": env, "cwd": str(geak_root)})
+    jobs = candidate_jobs(amdkv, work, kind, env, geak_root,
+                          lambda tid, cand, folder: [sys.executable, str(driver), kind, str(cand), f"{tid}.py",
+                                                     str(folder)])
     return run_harness(f"geak-{kind}", jobs, workers=workers, budget=budget, per_job_timeout=300, log=log)
 
 

@@ -81,6 +81,24 @@ def metric_info(module: str) -> dict[str, Any]:
     }
 
 
+class BenchmarkMetric:
+    """What every module in eval/metrics/ is: `class X(BenchmarkMetric, evaluate.Metric): module = NAME`.
+    A mixin, so this file never imports evaluate; the module file stays a declaration."""
+
+    module: str = ""
+
+    def _info(self) -> Any:
+        import evaluate
+
+        return evaluate.MetricInfo(**metric_info(self.module))
+
+    def _compute(self, predictions: Sequence[Sequence[str]], references: Sequence[str], device: str = "auto",
+                 k: Sequence[int] = (1, 3), verifier_url: str | None = None, tasks: Any = None,
+                 **options: Any) -> dict[str, Any]:
+        return compute(self.module, predictions, references, device=device, k=k, verifier_url=verifier_url,
+                       tasks=tasks, **options)
+
+
 def resolve_tasks(benchmark: str, tasks: str | os.PathLike[str] | None, tasks_repo: str | None = None) -> str:
     """The suite spec to load: `tasks` as given (a spec, or a path for this benchmark), else the
     benchmark's default source (module docstring)."""

@@ -51,7 +51,8 @@ def trusted_first_line(spec: Mapping[str, Any], candidate_source: str) -> int:
     return len(candidate_source.rstrip("\n").split("\n")) + 2
 
 
-def _module_bindings(tree: ast.Module) -> set[str]:
+def module_bindings(tree: ast.Module) -> set[str]:
+    """Names a module binds at its top level (definitions, imports, assignments)."""
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -80,7 +81,7 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
 def program_findings(spec: Mapping[str, Any], candidate_source: str) -> list[Finding]:
     """Findings specific to programs (the candidate's source must parse; callers check that first)."""
     tree = ast.parse(candidate_source)
-    own = _module_bindings(tree)
+    own = module_bindings(tree)
     test_only = set(spec.get("test_names", ())) - own
     findings: list[Finding] = []
     for node in ast.walk(tree):

@@ -51,6 +51,21 @@ def find_folder(root: Path, candidates: Iterable[str], what: str, prefix: str) -
                         hint=f"pass the repository checkout or the folder itself; looked for {list(candidates)}")
 
 
+def select_files(rest: str, prefix: str, folders: Iterable[str], what: str,
+                 options: Iterable[str]) -> tuple[Path, Path, list[Path], dict[str, str]]:
+    """(checkout root, benchmark folder, the files selected by `?only=`, options) of a kernel-file
+    benchmark's spec; no file selected is bad input."""
+    root, opts = parse_spec(rest, prefix, ("only", *options))
+    folder = find_folder(root, folders, what, prefix)
+    files = benchmark_files(folder)
+    if opts.get("only"):
+        wanted = {n.strip() for n in opts["only"].split(",") if n.strip()}
+        files = [f for f in files if f.name in wanted or f.stem in wanted]
+    if not files:
+        raise BadInputError(f"{prefix}: no {what} selected in {folder}", hint="check the path and ?only=")
+    return root, folder, files, opts
+
+
 def benchmark_files(folder: Path) -> list[Path]:
     """The benchmark's `*.py` files in a folder, sorted (package `__init__.py` and `_*` skipped)."""
     return sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))

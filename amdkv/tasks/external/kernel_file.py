@@ -18,14 +18,14 @@ What applies and what cannot is listed in docs/benchmarks.md.
 
 from __future__ import annotations
 
-import ast
-from typing import Any, Mapping
+from typing import Any
 
 from amdkv.tasks.external import testcode
 from amdkv.tasks.external.common import content_key, generated_dir, module_safe, write_atomic
 from amdkv.tasks.loader import load_task
-from amdkv.verify.program import imported_modules
 from amdkv.tasks.types import Task
+from amdkv.verify.program import imported_modules
+from amdkv.verify.static_checks import mentions
 
 # Bump when the generated files or the harness change what a verdict can conclude (part of the key).
 HARNESS_VERSION = "2"
@@ -69,27 +69,13 @@ METADATA = {metadata!r}
 '''
 
 
-def _mentions(source: str, words: Mapping[str, str]) -> list[str]:
-    """Reason codes of `words` used as names or attributes in the code (one walk of the AST)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    seen = set()
-    for n in ast.walk(tree):
-        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
-        if name in words:
-            seen.add(words[name])
-    return sorted(seen)
-
-
 def unverifiable_table(info: testcode.TestCodeInfo, kernel: str, tests: str) -> dict[str, dict[str, str]]:
     """`metadata["unverifiable"]`: what makes the task unjudgeable everywhere, or on the interpreter."""
     table: dict[str, dict[str, str]] = {}
     if info.unsupported:
         table["*"] = {"reason": info.unsupported[0], "why": info.unsupported[1]}
         return table
-    limits = _mentions(kernel + "\n" + tests, INTERPRETER_LIMITS)
+    limits = sorted({INTERPRETER_LIMITS[w] for w in mentions(kernel + "\n" + tests, tuple(INTERPRETER_LIMITS))})
     if limits:
         table["cpu"] = {"reason": limits[0],
                         "why": f"the benchmark's code uses what the Triton CPU interpreter computes wrongly "

@@ -46,14 +46,7 @@ def _instructions(opts: dict[str, str]) -> dict[str, str]:
 
 
 def load(rest: str) -> list[Task]:
-    root, opts = common.parse_spec(rest, PREFIX, ("instructions", "only"))
-    folder = common.find_folder(root, FOLDERS, "ROCmBench files", PREFIX)
-    files = common.benchmark_files(folder)
-    if opts.get("only"):
-        wanted = {n.strip() for n in opts["only"].split(",") if n.strip()}
-        files = [f for f in files if f.name in wanted or f.stem in wanted]
-    if not files:
-        raise BadInputError(f"{PREFIX}: no .py files in {folder}", hint="pass a GEAK-eval checkout")
+    root, folder, files, opts = common.select_files(rest, PREFIX, FOLDERS, "ROCmBench files", ("instructions",))
     instructions = _instructions(opts)
     tasks = []
     for path in files:

@@ -24,6 +24,8 @@ import ast
 import builtins
 import dataclasses
 
+from amdkv.verify.program import module_bindings
+
 DEVICE_NAME = "_amdkv_device"
 SYNC_NAME = "_amdkv_synchronize"
 CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
@@ -61,18 +63,6 @@ def _test_call(node: ast.stmt) -> str | None:
 def _is_print(node: ast.stmt) -> bool:
     return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Name) and node.value.func.id == "print")
-
-
-def _module_bindings(tree: ast.Module) -> set[str]:
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update(a.asname or a.name.split(".")[0] for a in node.names)
-        else:
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-    return names
 
 
 def _bound_anywhere(tree: ast.AST) -> set[str]:
@@ -166,7 +156,7 @@ def analyse(test_source: str, style: str) -> TestCodeInfo:
                        f"the benchmark's tests start processes ({', '.join(spawns) or 'os.fork'}); the candidate's "
                        "sandbox refuses process creation, and the tests run inside it")
     api = sorted(loads - _bound_anywhere(tree) - set(dir(builtins)) - {DEVICE_NAME, SYNC_NAME})
-    return TestCodeInfo(tests=tuple(tests), bindings=tuple(sorted(_module_bindings(tree))),
+    return TestCodeInfo(tests=tuple(tests), bindings=tuple(sorted(module_bindings(tree))),
                         api_names=tuple(api), fresh_inputs=fresh, unsupported=unsupported)
 
 

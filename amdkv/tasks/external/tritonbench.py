@@ -64,14 +64,7 @@ def _index(root: Path, folder: Path, opts: dict[str, str]) -> dict[str, dict[str
 
 
 def load(rest: str) -> list[Task]:
-    root, opts = common.parse_spec(rest, PREFIX, ("index", "only"))
-    folder = common.find_folder(root, FOLDERS, "TritonBench-G files", PREFIX)
-    files = common.benchmark_files(folder)
-    if opts.get("only"):
-        wanted = {n.strip() for n in opts["only"].split(",") if n.strip()}
-        files = [f for f in files if f.name in wanted or f.stem in wanted]
-    if not files:
-        raise BadInputError(f"{PREFIX}: no .py files in {folder}", hint="pass a TritonBench or GEAK-eval checkout")
+    root, folder, files, opts = common.select_files(rest, PREFIX, FOLDERS, "TritonBench-G files", ("index",))
     index = _index(root, folder, opts)
     licence = common.detect_licence(folder, root) or "Apache-2.0"
     repo = "AMD-AGI/GEAK-eval" if "geak_eval" in folder.parts else "thunlp/TritonBench"

@@ -1,8 +1,8 @@
 """KernelBench for `evaluate`: fast_0 / fast_1 / pass@k of ModelNew candidates (Triton, or HIP/CUDA load_inline) on KernelBench problems.
 
 The benchmark's own metric under its own rule, next to amdkv-strict, with 95% intervals and the
-platform: see README.md (the card) and amdkv's docs/benchmarks.md. All logic lives in amdkv
-(`amdkv.evaluation.hub_metric`); this file only declares the module. It runs model-written kernels
+platform: README.md (the card) and amdkv's docs/benchmarks.md. The logic is amdkv's
+(`amdkv.evaluation.hub_metric`): this file only declares the module, and it runs model-written kernels
 only after `os.environ["HF_ALLOW_CODE_EVAL"] = "1"`.
 """
 
@@ -11,10 +11,5 @@ import evaluate
 import amdkv.evaluation.hub_metric as amdkv_metric
 
 
-class Kernelbench(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(**amdkv_metric.metric_info("kernelbench"))
-
-    def _compute(self, predictions, references, device="auto", k=(1, 3), verifier_url=None, tasks=None, **options):
-        return amdkv_metric.compute("kernelbench", predictions, references, device=device, k=k,
-                                    verifier_url=verifier_url, tasks=tasks, **options)
+class Kernelbench(amdkv_metric.BenchmarkMetric, evaluate.Metric):
+    module = "kernelbench"

@@ -1,8 +1,8 @@
 """TritonBench-G for `evaluate`: call accuracy, execution accuracy and Corr@k of Triton kernel code on TritonBench-G.
 
 The benchmark's own metric under its own rule, next to amdkv-strict, with 95% intervals and the
-platform: see README.md (the card) and amdkv's docs/benchmarks.md. All logic lives in amdkv
-(`amdkv.evaluation.hub_metric`); this file only declares the module. It runs model-written kernels
+platform: README.md (the card) and amdkv's docs/benchmarks.md. The logic is amdkv's
+(`amdkv.evaluation.hub_metric`): this file only declares the module, and it runs model-written kernels
 only after `os.environ["HF_ALLOW_CODE_EVAL"] = "1"`.
 """
 
@@ -11,10 +11,5 @@ import evaluate
 import amdkv.evaluation.hub_metric as amdkv_metric
 
 
-class TritonbenchG(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(**amdkv_metric.metric_info("tritonbench_g"))
-
-    def _compute(self, predictions, references, device="auto", k=(1, 3), verifier_url=None, tasks=None, **options):
-        return amdkv_metric.compute("tritonbench_g", predictions, references, device=device, k=k,
-                                    verifier_url=verifier_url, tasks=tasks, **options)
+class TritonbenchG(amdkv_metric.BenchmarkMetric, evaluate.Metric):
+    module = "tritonbench_g"
