@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -141,21 +142,30 @@ def compute(module: str, predictions: Sequence[Sequence[str]], references: Seque
         raise BadInputError(f"{len(predictions)} predictions for {len(references)} references",
                             hint="one list of candidate sources per task id")
     spec = resolve_tasks(benchmark, tasks, tasks_repo)
-    from amdkv.evaluation.runner import EvalSettings, run_eval
-
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix=f"amdkv-{module}-"))
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        return _compute_in(work, spec, predictions, references, keep=out_dir is not None, k=k, p=p, device=device,
+                           jobs=jobs, trials=trials, timeout=timeout, bootstrap=bootstrap, seed=seed,
+                           verifier_url=verifier_url, verifier_token=verifier_token, policy=policy,
+                           model_name=model_name)
+    finally:
+        if out_dir is None:  # a caller who wants the run's files passes out_dir
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _compute_in(work: Path, spec: str, predictions: Sequence[Sequence[str]], references: Sequence[str], *,
+                keep: bool, k: Sequence[int], p: Sequence[float], **settings: Any) -> dict[str, Any]:
+    from amdkv.evaluation.runner import EvalSettings, run_eval
+
     samples = work / "samples.jsonl"
     merged: dict[str, list[str]] = {}
     for ref, preds in zip(references, predictions):
         merged.setdefault(str(ref), []).extend([preds] if isinstance(preds, str) else list(preds))
     samples.write_text("".join(json.dumps({"task_id": t, "samples": s}) + "\n" for t, s in merged.items()))
     outcome = run_eval(EvalSettings(suite=spec, samples=str(samples), out=str(work / "run"), ks=tuple(k),
-                                    ps=tuple(p), device=device, jobs=jobs, trials=trials, timeout=timeout,
-                                    allow_partial=True, bootstrap=bootstrap, seed=seed, verifier_url=verifier_url,
-                                    verifier_token=verifier_token, policy=policy, model_name=model_name),
-                       progress=False)
-    return summarize(outcome.metrics, out=str(work / "run"))
+                                    ps=tuple(p), allow_partial=True, **settings), progress=False)
+    return summarize(outcome.metrics, out=str(work / "run") if keep else None)
 
 
 def summarize(metrics: dict[str, Any], out: str | None = None) -> dict[str, Any]:
