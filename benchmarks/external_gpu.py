@@ -9,7 +9,11 @@ Phases, one after another (so their timings do not disturb each other), each wit
 nothing new starts (what did not start is listed as "not run (budget)"):
 
 1. `kb`: `amdkv eval kernelbench:KB/KernelBench/level1` over the 100 problems' references as candidates,
-   `reference` policy (they are plain PyTorch), torch.compile baseline off: total time, candidates/min.
+   `reference` policy (they are plain PyTorch), torch.compile baseline off, smallest inputs first,
+   `--kb-trials` (1) seeded trials, `--kb-jobs` (4) at once: time and candidates/min. Level 1's inputs
+   total 340 GB over the 100 problems (one call each; 60 above 1 GB, up to 17 GB), and amdkv's verifier
+   writes each trial's inputs and float64 goldens to its reference cache: all 100 do not fit one
+   8-minute call (nor 64 GB of disk); the budget cuts the largest, and the table says where.
 2. `kb_harness`: KernelBench's own `kernelbench.eval.eval_kernel_against_ref` on the same candidates, as its
    `scripts/eval_from_generations.py` runs it on one GPU: one fresh process per candidate, one at a time,
    5 correctness trials, 100 performance trials: candidates/min in the same call.
@@ -133,7 +137,7 @@ GEAK_DRIVER = textwrap.dedent("""\
 
 # ------------------------------------------------------------------------------------------ amdkv
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
-                timeout: float | None) -> dict[str, Any]:
+                timeout: float | None, trials: int = 3) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
     run folder under `work` (not OUT: only the summaries come back from the GPU machine)."""
     from amdkv.config import VerifierConfig
@@ -142,7 +146,10 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     from amdkv.tasks.suites import load_suite
 
     t_load = time.monotonic()
-    tasks = load_suite(spec)
+    # smallest inputs first: KernelBench's level 1 moves 8 MB to 17 GB per call, and a budget that ends
+    # the phase should cut the largest problems, not a random set (input_bytes: kernelbench loader)
+    tasks = sorted(load_suite(spec), key=lambda t: (t.metadata.get("input_bytes") or 0, t.id))
+    sizes = {t.id: t.metadata.get("input_bytes") for t in tasks}
     lines, missing = reference_samples(tasks)
     run_dir = work / f"run_{name}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +158,7 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     load_s = time.monotonic() - t_load
     t0 = time.monotonic()
     settings = EvalSettings(suite=spec, samples=str(samples), out=str(run_dir / "run"), ks=(1,), device=device,
-                            jobs=jobs, timeout=timeout, policy=policy, benchmark_verdicts=False,
+                            jobs=jobs, trials=trials, timeout=timeout, policy=policy, benchmark_verdicts=False,
                             deadline=t0 + budget, bootstrap=200,
                             config=VerifierConfig.from_env(compile_baseline=False, verdict_cache=False))
     outcome = run_eval(settings, progress=True)
@@ -164,7 +171,8 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
             "per_minute": round(60 * len(started) / elapsed, 2) if elapsed else None,
             "platform": outcome.metrics.get("platform"), "device": outcome.metrics.get("device"),
             "status_counts": outcome.metrics.get("status_counts"), "no_reference": missing,
-            "tasks": {tid: _verdict_row(v) for tid, v in by_task.items()},
+            "trials": trials, "tasks": {tid: {**_verdict_row(v), "input_bytes": sizes.get(tid)}
+                                        for tid, v in by_task.items()},
             "reference_candidates": {x["task_id"]: x["samples"][0] for x in lines},
             "metrics": outcome.metrics}
 
@@ -310,8 +318,11 @@ def markdown(report: dict[str, Any]) -> str:
         if not b:
             continue
         a, h, c = b["amdkv"], b["harness"], b["comparison"]
+        done = [r for r in a["tasks"].values() if r["reason"] != "not_started_before_deadline"]
+        biggest = max((r.get("input_bytes") or 0 for r in done), default=0)
         out += [f"## {title}", "",
-                f"- suite `{a['spec']}`, {a['n_tasks']} tasks, policy `{a['policy']}`",
+                f"- suite `{a['spec']}`, {a['n_tasks']} tasks, policy `{a['policy']}`, {a['trials']} seeded trial(s)"
+                + (f"; smallest inputs first, the largest verified {biggest / 1e9:.2f} GB per call" if biggest else ""),
                 f"- **amdkv**: {a['verified']} verified in {a['seconds']} s ({a['per_minute']} candidates/min); "
                 f"statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items()),
                 f"- **the benchmark's harness**: " + (h.get("unavailable") or
@@ -346,6 +357,10 @@ def main() -> int:
     ap.add_argument("--budgets", default="", help="phase=seconds,... (defaults: %s)" % DEFAULT_BUDGETS)
     ap.add_argument("--only", default="kb,tbg,rocm", help="benchmarks to run: kb,tbg,rocm")
     ap.add_argument("--levels", default="1", help="KernelBench levels (the issue asks for level 1)")
+    ap.add_argument("--kb-trials", type=int, default=1,
+                    help="amdkv's seeded trials for KernelBench (its inputs reach 17 GB per call; each trial's "
+                         "inputs and float64 goldens go to the reference cache)")
+    ap.add_argument("--kb-jobs", type=int, default=4, help="amdkv: KernelBench candidates at once (host memory)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args()
     budgets = dict(DEFAULT_BUDGETS)
@@ -376,8 +391,9 @@ def main() -> int:
         plan.append(("rocm", f"rocmbench:{args.geak_eval}", "strict", args.geak_eval))
     for key, spec, policy, harness_root in plan:
         print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
-        amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device, jobs=args.jobs, budget=budgets[key],
-                            timeout=args.timeout)
+        amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
+                            jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
+                            timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3)
         (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
         print(f"== {key}: the benchmark's own harness", flush=True)

@@ -36,6 +36,7 @@ def test_kernelbench_checkout_loads_every_level_with_licence_provenance_and_prom
     assert "KernelBench/level1/1_Tiny_add.py" in t.provenance and "sha256" in t.provenance
     assert t.metadata["provenance_detail"]["file"] == "KernelBench/level1/1_Tiny_add.py"
     assert t.metadata["benchmark_rule"]["atol"] == 1e-4
+    assert t.metadata["input_bytes"] == 2 * 3 * 37 * 4  # get_inputs on the meta device: nothing allocated
     prompts = t.metadata["instruction"]
     assert prompts["problem_statement"].startswith("Fixture problem statement")
     assert prompts["backends"]["triton"]["backend_display"] == "Triton kernels (fixture)"

@@ -120,8 +120,22 @@ def problem_task(root: Path, level: int, path: Path, *, benchmark: str, repo_roo
     task.description = f"KernelBench level {level}: {path.stem}"
     task.metadata.update({"benchmark": benchmark, "benchmark_rule": BENCHMARK_RULE, "provenance_detail": prov,
                           "reference_candidate": reference_candidate(task.source),
-                          "instruction": instruction, **(extra or {})})
+                          "input_bytes": input_bytes(task), "instruction": instruction, **(extra or {})})
     return task
+
+
+def input_bytes(task: Task) -> int | None:
+    """Bytes of one call's inputs, from `get_inputs()` run on the meta device (nothing allocated).
+    KernelBench's level-1 inputs reach 17 GB per call; amdkv's verifier stores each trial's inputs and
+    float64 goldens in its reference cache, so this says what a task costs before it runs."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            inputs = task.cases[0].make_inputs()
+    except Exception:  # noqa: BLE001 - a file whose inputs need real data: size unknown
+        return None
+    return int(sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)))
 
 
 def load(rest: str) -> list[Task]:
