@@ -16,7 +16,7 @@ from amdkv.errors import BadInputError, TaskFormatError
 from amdkv.tasks.external import harness, testcode
 from amdkv.tasks.external.kernelbench import reference_candidate
 from amdkv.tasks.suites import load_suite
-from amdkv.verify.program import allowed_imports, program_findings
+from amdkv.verify.program import allowed_imports, candidate_part, program_findings
 from amdkv.verify.static_checks import check_source
 
 DATA = Path(__file__).parent / "data" / "external"
@@ -227,3 +227,12 @@ def test_task_allowed_imports_extend_the_list_but_never_to_process_modules() -> 
     codes = [f.code for f in check_source(src, extra_imports=allowed)]
     assert codes.count("import_not_allowed") == 1  # subprocess only
     assert codes.count("import_not_allowed") < [f.code for f in check_source(src)].count("import_not_allowed")
+
+
+def test_candidate_part_drops_the_tests_and_keeps_line_numbers() -> None:
+    src = ("import torch\n\ndef scale(x):\n    return x\n\n@some_decorator\ndef test_scale():\n    return scale(1)\n\n"
+           "result_gold = test_scale()\nif __name__ == '__main__':\n    print(result_gold)\nX = 1\n" + SEP + "\nprint(2)\n")
+    out = candidate_part({}, src).split("\n")
+    assert out[:4] == ["import torch", "", "def scale(x):", "    return x"]
+    assert out[5:12] == [""] * 7 and out[12] == "X = 1" and len(out) == 13
+    assert candidate_part({}, "def broken(:\n") == "def broken(:\n"

@@ -16,6 +16,7 @@ from amdkv.verify import Candidate, Verifier
 
 DATA = Path(__file__).parent / "data" / "external"
 CAND = DATA / "candidates"
+WHOLE_FILE = DATA / "tritonbench" / "data" / "TritonBench_G_v1" / "tiny_scale.py"
 
 
 def _cand(name: str) -> Candidate:
@@ -42,6 +43,8 @@ def verdicts(suites: dict[str, dict]) -> dict[str, dict[str, object]]:
             "tbg_zeros": (tbg["tiny_scale"], _cand("tbg_scale_zeros.py")),
             "tbg_torch": (tbg["tiny_scale"], _cand("tbg_scale_torch.py")),
             "tbg_wrong": (tbg["tiny_rowsum"], _cand("tbg_rowsum_wrong.py")),
+            # a model that answers with the whole file, tests included: judged on its kernel part
+            "tbg_whole_file": (tbg["tiny_scale"], Candidate(WHOLE_FILE.read_text())),
             "rocm_ref": (rocm["test_tiny_add"], _ref(rocm["test_tiny_add"])),
             "rocm_fixture": (rocm["test_tiny_fixture"], _ref(rocm["test_tiny_fixture"])),
             "kb_ref": (kb["level1/1_Tiny_add"], _ref(kb["level1/1_Tiny_add"])),
@@ -82,6 +85,9 @@ def test_tritonbench_reference_passes_and_each_cheat_gets_its_reason(verdicts) -
     assert _status(s["tbg_torch"]) == ("hack_detected", "torch_compute_in_forward")
     assert "mul×12" in s["tbg_torch"].diagnostics  # 3 cases x (3 trials + 1 re-check)
     assert _status(s["tbg_wrong"]) == ("mismatch", "value_mismatch")
+    whole = s["tbg_whole_file"]
+    assert _status(whole) == ("ok", None), whole.diagnostics
+    assert whole.candidate_sha256 == Candidate(WHOLE_FILE.read_text()).sha256  # the hash of what was sent
 
 
 def test_benchmark_policy_is_the_benchmarks_own_rule_holes_included(verdicts) -> None:

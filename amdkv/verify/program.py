@@ -41,6 +41,36 @@ def program_spec(task: Any) -> Mapping[str, Any] | None:
     return spec or None
 
 
+SEPARATOR = "#" * 146
+
+
+def candidate_part(spec: Mapping[str, Any], source: str) -> str:
+    """The candidate's text as its program uses it. Models often answer with the benchmark's tests
+    too, so, as GEAK-eval and TritonBench strip them from a model's output: everything from the
+    benchmark's separator line on is dropped, and top-level `test_*` functions, top-level calls of
+    them (`result_gold = test_x()`) and `if __name__ == "__main__":` blocks are blanked. Blanked, not
+    removed: every other line keeps its text and its number. Unparsable text is returned as it is
+    (the syntax error is reported as usual)."""
+    lines = source.split("\n")
+    cut = next((i for i, line in enumerate(lines) if line.strip() == SEPARATOR), None)
+    if cut is not None:
+        lines = lines[:cut]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return source
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+        test_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_")
+        test_call = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id.startswith("test_")
+        main_guard = isinstance(node, ast.If) and "__name__" in ast.unparse(node.test)
+        if test_def or test_call or main_guard:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            for i in range(first - 1, node.end_lineno):
+                lines[i] = ""
+    return "\n".join(lines)
+
+
 def program_text(spec: Mapping[str, Any], candidate_source: str) -> str:
     """The file the worker imports: the candidate's text, then the task's trusted suffix."""
     return candidate_source.rstrip("\n") + "\n\n" + spec["suffix"]

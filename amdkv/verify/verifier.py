@@ -11,6 +11,7 @@ Order of work (cheap and decisive first):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -32,8 +33,8 @@ from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor_ms
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import Spare, SparePool, gpu_lock_key
-from amdkv.verify.program import (allowed_imports, program_findings, program_spec, program_text,
-                                  trusted_first_line)
+from amdkv.verify.program import (allowed_imports, candidate_part, program_findings, program_spec,
+                                  program_text, trusted_first_line)
 from amdkv.verify.reference_cache import CaseFiles, case_key
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.timing import timing_lock_path
@@ -170,6 +171,8 @@ class Verifier(LocalVerifier):
         verdict = Verdict(status=OK, task_id=task.id, language=lang, platform=self.platform.name,
                           device=self.device_description, env=env, candidate_sha256=candidate.sha256)
         spec = program_spec(task)
+        if spec:  # the candidate's part of a program (verify/program.py); the verdict keeps the text's hash
+            candidate = dataclasses.replace(candidate, source=candidate_part(spec, candidate.source))
         try:
             with self.candidate_file(candidate, program_text(spec, candidate.source) if spec else None) as cand_path:
                 self._verify_into(verdict, task, cand_path, candidate, lang)
