@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from amdkv.errors import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_INFRA, EXIT_OK, AmdkvError
+from amdkv.serve.protocol import TOKEN_ENV
 
 
 class _Group(click.Group):
@@ -40,9 +41,11 @@ def main() -> None:
 @click.option("--arch", "archs", multiple=True, help="also compile for these AMD targets (gfx90a, gfx942, gfx950)")
 @click.option("--trials", default=3, show_default=True, help="seeded trials per correctness case")
 @click.option("--timeout", type=float, default=None, help="seconds for the candidate's process")
+@click.option("--verdict-cache/--no-verdict-cache", default=None,
+              help="reuse the verdict of an identical earlier verification (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--json", "as_json", is_flag=True, help="print the verdict as JSON")
 def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, ...], trials: int,
-           timeout: float | None, as_json: bool) -> None:
+           timeout: float | None, verdict_cache: bool | None, as_json: bool) -> None:
     """Verify CANDIDATE_FILE (defines ModelNew) against TASK_FILE (defines Model)."""
     from amdkv.errors import BadInputError
     from amdkv.tasks.loader import load_task
@@ -50,7 +53,9 @@ def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, .
     from amdkv.verify.verifier import BAD_INPUT_REASONS
 
     task = load_task(task_file)
-    with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs) as verifier:
+    # one candidate: no warm spare started ahead (spares=0)
+    with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs,
+                  **_cache_setting(verdict_cache)) as verifier:
         verdict = verifier.verify(task, candidate_file)
     if verdict.reason in BAD_INPUT_REASONS:
         raise BadInputError(f"{candidate_file}: {verdict.diagnostics}",
@@ -65,6 +70,11 @@ def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, .
     if verdict.status == "infra_error":
         sys.exit(EXIT_INFRA)
     sys.exit(EXIT_OK if verdict.status == "ok" else EXIT_FAILURES)
+
+
+def _cache_setting(verdict_cache: bool | None) -> dict[str, bool]:
+    """--verdict-cache/--no-verdict-cache as a config override (absent: the environment's setting)."""
+    return {} if verdict_cache is None else {"verdict_cache": verdict_cache}
 
 
 # -------------------------------------------------------------------------------------- tasks
@@ -106,14 +116,28 @@ def tasks_list(spec: str, suite: str | None, split: str | None, level: int | Non
     Console().print(table)
 
 
+@tasks.command("reference-samples")
+@click.argument("spec")
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False), help="samples JSONL to write")
+def tasks_reference_samples(spec: str, out_file: str) -> None:
+    """Write a samples file whose one sample per task is the benchmark's own reference solution
+    (for `amdkv eval SPEC --samples FILE`; KernelBench's need `--policy reference`)."""
+    from amdkv.evaluation.reference_samples import write_reference_samples
+
+    n, missing = write_reference_samples(spec, out_file)
+    click.echo(f"wrote {n} reference sample(s) to {out_file}" + (f"; no reference for {missing}" if missing else ""))
+
+
 # ---------------------------------------------------------------------------------------- env
 @main.command()
 @click.option("--json", "as_json", is_flag=True)
 def env(as_json: bool) -> None:
     """Print the machine, GPU and toolchain facts every verdict records."""
+    from amdkv.config import VerifierConfig
     from amdkv.env import collect_env
 
-    info = collect_env(with_gpu=True, with_tools=True)
+    info = dict(collect_env(with_gpu=True, with_tools=True))
+    info["verifier_settings"] = VerifierConfig.from_env().to_dict()  # what AMDKV_* asks for here
     if as_json:
         click.echo(json.dumps(info, indent=2))
     else:
@@ -133,16 +157,17 @@ def env(as_json: bool) -> None:
               help="on GPUs, also time torch.compile of the reference (slow the first time)")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="also write the verdicts as JSON lines to this file")
+@click.option("--verdict-cache/--no-verdict-cache", default=None,
+              help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--json", "as_json", is_flag=True)
 def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs: int, compile_baseline: bool,
-         out_file: str | None, as_json: bool) -> None:
+         out_file: str | None, verdict_cache: bool | None, as_json: bool) -> None:
     """Verify every bundled reference solution on the best local device and print a table."""
     from tqdm import tqdm
 
     from amdkv.reports.jsonl import JsonlAppender
     from amdkv.tasks.builtin import solution_path
     from amdkv.tasks.suites import load_suite
-    from amdkv.verify.batch import verify_many
     from amdkv.verify.scheduler import open_verifier
 
     all_tasks = load_suite(spec)
@@ -157,7 +182,7 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
     if not pairs:
         raise AmdkvError(f"no bundled {language} solutions for {spec}", hint="try --language triton")
     # several visible GPUs: one scheduler per GPU (amdkv/verify/scheduler.py)
-    with open_verifier(device, jobs=jobs, compile_baseline=compile_baseline) as verifier:
+    with open_verifier(device, jobs=jobs, compile_baseline=compile_baseline, **_cache_setting(verdict_cache)) as verifier:
         bar = tqdm(total=len(pairs), desc=f"verifying on {verifier.platform.name}", unit="task",
                    disable=as_json, file=sys.stderr)
         counts = {"ok": 0}
@@ -174,7 +199,7 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
                 out.append(verdict.to_dict())
 
         try:
-            verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
+            verdicts = verifier.verify_many(pairs, on_result=tick)
         finally:
             bar.close()
             if out is not None:
@@ -204,19 +229,35 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
 @click.option("--bootstrap", default=1000, show_default=True, type=click.IntRange(min=0), help="CI resamples")
 @click.option("--seed", default=0, show_default=True, help="bootstrap seed")
 @click.option("--allow-partial", is_flag=True, help="tasks with fewer samples than k: report pass@k as not reportable")
+@click.option("--verdict-cache/--no-verdict-cache", default=None,
+              help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
+@click.option("--policy", default="strict", show_default=True, type=click.Choice(["strict", "reference"]),
+              help="reference: the sanity run of a benchmark's PyTorch references as candidates (docs/benchmarks.md)")
+@click.option("--benchmark-verdicts/--no-benchmark-verdicts", default=None,
+              help="also verify under the benchmark's own rule (default: on for external suites)")
+@click.option("--model-name", default=None, help="the model named in model_index.json (default: samples file stem)")
 @click.option("--compare", nargs=2, type=click.Path(), default=None, metavar="A B",
               help="compare two runs (folders or metrics.json) instead of evaluating")
+@click.option("--verifier-url", default=None, metavar="URL",
+              help="verify on an `amdkv serve` service (its device, jobs, trials and timeout apply)")
+@click.option("--verifier-token", envvar=TOKEN_ENV, show_envvar=True, default=None,
+              help="the service's bearer token")
 @click.option("--json", "as_json", is_flag=True, help="print metrics.json (or the comparison) as JSON")
-def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str, p_text: str,
-             device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
-             allow_partial: bool, compare: tuple[str, str] | None, as_json: bool) -> None:
+@click.pass_context
+def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str,
+             p_text: str, device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
+             allow_partial: bool, verdict_cache: bool | None, policy: str, benchmark_verdicts: bool | None,
+             model_name: str | None, compare: tuple[str, str] | None, verifier_url: str | None,
+             verifier_token: str | None, as_json: bool) -> None:
     """Verify a samples file against SUITE and write metrics.json, report.md and report.html to --out.
 
     \b
     amdkv eval SUITE --samples FILE.jsonl --out DIR [--k 1,3] [--p 1.0] [--device cpu] [--jobs N]
+    amdkv eval SUITE --samples FILE.jsonl --out DIR --verifier-url http://HOST:8765
     amdkv eval --compare RUN_A RUN_B [--json]
     """
     from amdkv import evaluation
+    from amdkv.config import VerifierConfig
 
     if compare:
         if suite or samples_file or out_dir:
@@ -229,10 +270,17 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
         sys.exit(EXIT_OK)
     if not suite or not samples_file or not out_dir:
         raise click.UsageError("amdkv eval needs SUITE, --samples FILE.jsonl and --out DIR (or --compare A B)")
+    local_only = [f"--{n}" for n in ("device", "jobs", "trials", "timeout")
+                  if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    if verifier_url and local_only:
+        raise click.UsageError(f"{', '.join(local_only)} set the local verifier; with --verifier-url the service's "
+                               "own settings apply (see its /v1/health): drop them, or start the service with them")
     settings = evaluation.EvalSettings(
         suite=suite, samples=samples_file, out=out_dir, ks=evaluation.parse_int_list(k_text, "--k"),
         ps=evaluation.parse_float_list(p_text, "--p"), device=device, jobs=jobs, trials=trials, timeout=timeout,
-        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed)
+        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed, policy=policy,
+        benchmark_verdicts=benchmark_verdicts, model_name=model_name, verifier_url=verifier_url,
+        verifier_token=verifier_token, config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
     outcome = evaluation.run_eval(settings, progress=not as_json)
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
@@ -243,13 +291,42 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
     sys.exit(EXIT_INFRA if outcome.infra_errors else EXIT_OK)
 
 
+@main.command("publish-metric")
+@click.argument("module_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--repo-id", required=True, help="ORG/NAME of the Hub Space, e.g. amdkv/rocmbench")
+@click.option("--tasks", "tasks_spec", default=None,
+              help="also publish this suite's files as the dataset ORG/NAME-tasks (licences permitting)")
+@click.option("--private", is_flag=True, help="create the Space private")
+@click.option("--dry-run", is_flag=True, help="stage and check everything, upload nothing")
+@click.option("--json", "as_json", is_flag=True)
+def publish_metric_cmd(module_dir: str, repo_id: str, tasks_spec: str | None, private: bool, dry_run: bool,
+                       as_json: bool) -> None:
+    """Publish an `evaluate` metric module folder (eval/metrics/NAME) as a Hub Space."""
+    from amdkv.evaluation.publish_metric import publish_metric
+
+    result = publish_metric(module_dir, repo_id, tasks_spec=tasks_spec, private=private, dry_run=dry_run)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        for line in result["log"]:
+            click.echo(line)
+
+
 def _register_optional_groups() -> None:
-    """Stage groups that live in their own packages (loaded only if present)."""
+    """Stage groups that live in their own packages (loaded only if present). Their modules import
+    click only: FastAPI and friends load when the command runs, never for `amdkv --help`."""
     try:
         from amdkv.toolchain.cli import toolchain_group
     except ImportError:
-        return
-    main.add_command(toolchain_group)
+        pass
+    else:
+        main.add_command(toolchain_group)
+    try:
+        from amdkv.serve.cli import serve_command
+    except ImportError:
+        pass
+    else:
+        main.add_command(serve_command)
 
 
 _register_optional_groups()

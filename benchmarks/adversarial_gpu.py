@@ -46,7 +46,8 @@ def main() -> int:
         manifest = [e for e in manifest if e["candidate"] in set(args.only.split(","))]
     lock = threading.Lock()
     agree = 0
-    with Verifier(args.device, spares=args.jobs, timeout=args.timeout, compile_baseline=False) as verifier, \
+    with Verifier(args.device, spares=args.jobs, timeout=args.timeout, compile_baseline=False,
+                  verdict_cache=False) as verifier, \
             JsonlAppender(args.out, fresh=True, allow_nan=True) as out:
 
         def one(entry: dict) -> None:

@@ -86,7 +86,7 @@ def run_pass(items: list[dict], device: str, jobs: int, deadline: float, timeout
         return {**it, "task_id": it["task"], "candidate": Path(it["candidate"]).name,
                 "status": "skipped", "reason": reason}
 
-    with Verifier(device, spares=jobs, timeout=timeout, compile_baseline=False) as verifier:
+    with Verifier(device, spares=jobs, timeout=timeout, compile_baseline=False, verdict_cache=False) as verifier:
 
         def one(it: dict) -> dict:
             if state["abort"]:

@@ -59,7 +59,6 @@ def measure_starts(method: str, device: str, n: int) -> dict[str, Any]:
 
 
 def measure_throughput(method: str, device: str, n_candidates: int, n_tasks: int, jobs: int) -> dict[str, Any]:
-    from amdkv.verify.batch import verify_many
     from amdkv.verify.verifier import Verifier
 
     work = Path(tempfile.mkdtemp(prefix="amdkv-spare-start-"))
@@ -67,10 +66,12 @@ def measure_throughput(method: str, device: str, n_candidates: int, n_tasks: int
         pairs = make_candidates(n_candidates, n_tasks, work)
         firsts = list({t.id: (t, c) for t, c in pairs}.values())
         os.environ["AMDKV_SPARE_START"] = method
-        with Verifier(device, spares=jobs, compile_baseline=False) as verifier:
-            verify_many(verifier, firsts, jobs=jobs)  # references cached, spares warm: not counted
+        # verdict cache off: this measures verification, not cache reads
+        with Verifier(device, jobs=jobs, spares=jobs, compile_baseline=False, verdict_cache=False,
+                      spare_start=method) as verifier:
+            verifier.verify_many(firsts)  # references cached, spares warm: not counted
             cpu0, t0 = host_cpu_ticks(), time.monotonic()
-            verdicts = verify_many(verifier, pairs, jobs=jobs)
+            verdicts = verifier.verify_many(pairs)
             wall, cpu1 = time.monotonic() - t0, host_cpu_ticks()
     finally:
         shutil.rmtree(work, ignore_errors=True)

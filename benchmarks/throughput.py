@@ -70,6 +70,7 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
 def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
               compile_baseline: bool, spares: int | None = None) -> dict[str, Any]:
     from amdkv.verify.pool import default_gpu_mem_fraction
+    from amdkv.config import VerifierConfig
     from amdkv.verify.scheduler import MultiGpuScheduler
     from amdkv.verify.verifier import Verifier
 
@@ -84,11 +85,13 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
 
     def factory(i: int) -> Any:
         # the memory cap follows the candidates running at once (jobs), not the spares kept warm
+        # verdict cache off: phases re-verify the same candidates and must measure verification
         return Verifier("auto", device_index=i, spares=spares or jobs, compile_baseline=compile_baseline,
-                        gpu_mem_fraction=default_gpu_mem_fraction(jobs))
+                        gpu_mem_fraction=default_gpu_mem_fraction(jobs), verdict_cache=False)
 
     t0 = time.monotonic()
-    with MultiGpuScheduler(factory, gpus, jobs_per_gpu=jobs) as sched:
+    config = VerifierConfig.from_env(verdict_cache=False)
+    with MultiGpuScheduler(factory, gpus, config=config, jobs_per_gpu=jobs) as sched:
         setup_s = time.monotonic() - t0
         t_start = time.monotonic()
         cpu0 = host_cpu_ticks()

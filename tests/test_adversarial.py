@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("triton", reason="the adversarial set is Triton candidates: install triton==3.6.0 (make test does)")
 
 from amdkv.verify import Verifier  # noqa: E402
-from amdkv.verify.verdict import STATUSES  # noqa: E402
+from amdkv.verify.verdict import STATUSES, Verdict  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "adversarial"
@@ -56,6 +56,10 @@ def _check(verdict, entry) -> None:
         assert verdict.correct is True and verdict.interpreter_verified, detail
     elif entry["status"] in ("mismatch", "hack_detected", "compile_error", "runtime_error", "timeout"):
         assert verdict.correct is False, detail
+    # the invariants hold on every verdict the verifier returns (enforce_invariants changes nothing)
+    before = (verdict.correct, verdict.compiled, verdict.interpreter_verified)
+    assert (lambda v: (v.correct, v.compiled, v.interpreter_verified))(
+        Verdict.from_dict(verdict.to_dict()).enforce_invariants()) == before, detail
 
 
 def _assert_alive(verifier, after_entry) -> None:

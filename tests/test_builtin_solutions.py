@@ -8,7 +8,6 @@ import pytest
 from amdkv.tasks.builtin import solution_path
 from amdkv.tasks.suites import load_builtin
 from amdkv.verify import Verifier
-from amdkv.verify.batch import verify_many
 
 INTERPRETER_LIMITS = {"bf16_on_interpreter", "libdevice_on_interpreter", "inline_asm_on_interpreter"}
 TASKS = load_builtin()
@@ -18,8 +17,8 @@ TASKS = load_builtin()
 def verdicts() -> dict:
     pairs = [(t, str(solution_path(t.id))) for t in TASKS]
     # archs: every solution's captured kernels are also compiled for MI300X (gfx942).
-    with Verifier("cpu", spares=2, timeout=240, archs=("gfx942",)) as verifier:
-        results = verify_many(verifier, pairs, jobs=2)
+    with Verifier("cpu", jobs=2, spares=2, timeout=240, archs=("gfx942",)) as verifier:
+        results = verifier.verify_many(pairs)
     return {t.id: v for t, v in zip(TASKS, results)}
 
 
@@ -55,7 +54,7 @@ def test_concurrent_candidates_of_one_task_share_one_reference(tmp_path, monkeyp
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     task = next(t for t in TASKS if t.id == "l1_relu")
     sol = str(solution_path(task.id))
-    with Verifier("cpu", spares=3, timeout=240) as verifier:
-        results = verify_many(verifier, [(task, sol)] * 3, jobs=3)
+    with Verifier("cpu", jobs=3, spares=3, timeout=240) as verifier:
+        results = verifier.verify_many([(task, sol)] * 3)
         assert [v.status for v in results] == ["ok"] * 3
         assert verifier.reference_runs == 1

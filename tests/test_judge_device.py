@@ -41,12 +41,16 @@ def test_gpu_comparison_agrees_with_cpu():
 
 def test_gpu_platforms_judge_on_their_gpu_unless_told_cpu(monkeypatch):
     """The choice itself needs no GPU: a verifier whose platform is a GPU one judges on that device,
-    and AMDKV_JUDGE_DEVICE=cpu moves judging to the CPU."""
+    and judge_device=cpu (env AMDKV_JUDGE_DEVICE=cpu, read by VerifierConfig.from_env) moves judging
+    to the CPU."""
     from amdkv.verify.platform import PlatformInfo
 
+    gpu = PlatformInfo(name="cuda", device="cuda:1", can_time=True, interpreter=False)
+    monkeypatch.delenv("AMDKV_JUDGE_DEVICE", raising=False)
     with Verifier("cpu", spares=0) as v:
-        v.platform = PlatformInfo(name="cuda", device="cuda:1", can_time=True, interpreter=False)
-        monkeypatch.delenv("AMDKV_JUDGE_DEVICE", raising=False)
+        v.platform = gpu
         assert v.judge_device == "cuda:1"
-        monkeypatch.setenv("AMDKV_JUDGE_DEVICE", "cpu")
-        assert v.judge_device is None
+    monkeypatch.setenv("AMDKV_JUDGE_DEVICE", "cpu")
+    with Verifier("cpu", spares=0) as v:
+        v.platform = gpu
+        assert v.config.judge_device == "cpu" and v.judge_device is None

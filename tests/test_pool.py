@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+import pytest
+
 from amdkv.verify.platform import detect_platform
 from amdkv.verify.pool import Spare
 from amdkv.verify.worker_process import STDOUT_KEEP_BYTES, ExecWorkerProcess
@@ -165,13 +167,18 @@ def test_unknown_start_method_is_a_clear_error(monkeypatch):
     from amdkv.errors import InfrastructureError
     from amdkv.verify.fork_server import start_method
 
-    monkeypatch.setenv("AMDKV_SPARE_START", "spawn")
     try:
-        start_method()
+        start_method("spawn")
     except InfrastructureError as exc:
         assert "fork" in str(exc) and "exec" in str(exc)
     else:
-        raise AssertionError("AMDKV_SPARE_START=spawn was accepted")
+        raise AssertionError("spare_start=spawn was accepted")
+    from amdkv.config import VerifierConfig
+    from amdkv.errors import BadInputError
+
+    monkeypatch.setenv("AMDKV_SPARE_START", "spawn")
+    with pytest.raises(BadInputError, match="spare_start"):  # the config refuses it before any worker
+        VerifierConfig.from_env()
 
 
 def test_run_python_module_forked_and_exec_behave_alike(monkeypatch, tmp_path):
@@ -233,7 +240,12 @@ def test_a_forked_spare_that_dies_starting_up_is_replaced_by_an_exec_one():
     one is replaced by an exec'd one, which then fails the same way with a clear error."""
     from amdkv.errors import InfrastructureError
 
-    spare = Spare(detect_platform("cpu"), None, start="fork", extra_env={"AMDKV_WORKER_DEVICE": "cuda:77"})
+    import json
+
+    from amdkv.config import WORKER_SETTINGS_ENV
+
+    spare = Spare(detect_platform("cpu"), None, start="fork",
+                  extra_env={WORKER_SETTINGS_ENV: json.dumps({"device": "cuda:77"})})
     try:
         try:
             spare.wait_ready(timeout=60)

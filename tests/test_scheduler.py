@@ -8,8 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from amdkv.config import VerifierConfig
+from amdkv.tasks.types import Task
 from amdkv.verify import scheduler as sched
-from amdkv.verify.batch import verify_many
+from amdkv.verify.candidate import Candidate
 from amdkv.verify.scheduler import HealthResult, MultiGpuScheduler, gpu_suspect
 from amdkv.verify.verdict import INFRA_ERROR, MISMATCH, OK, RUNTIME_ERROR, TIMEOUT, Verdict
 
@@ -25,11 +27,11 @@ class FakeVerifier:
         self.platform = SimpleNamespace(name="cuda", device=f"cuda:{gpu}")
         self.closed = False
 
-    def verify(self, task, candidate) -> Verdict:
+    def verify_now(self, task, candidate: Candidate) -> Verdict:
         t0 = time.monotonic()
         time.sleep(self.delay)
-        v = self.behaviour(self.gpu, candidate)
-        self.log.append((self.gpu, candidate, t0, time.monotonic()))
+        v = self.behaviour(self.gpu, candidate.source)
+        self.log.append((self.gpu, candidate.source, t0, time.monotonic()))
         return v
 
     def close(self) -> None:
@@ -62,12 +64,14 @@ def make(n_gpus, behaviour, *, jobs=1, health=None, delay=0.005, **kw):
         checks.append(i)
         return HealthResult(True, "ok", 0.0)
 
-    s = MultiGpuScheduler(factory, list(range(n_gpus)), jobs_per_gpu=jobs, health_check=health or default_health, **kw)
+    # verdict cache off: these tests re-run the same candidate names with other behaviours
+    s = MultiGpuScheduler(factory, list(range(n_gpus)), config=VerifierConfig(verdict_cache=False), jobs_per_gpu=jobs,
+                          health_check=health or default_health, **kw)
     return s, log, verifiers, checks
 
 
 def pairs(n, prefix="c"):
-    return [(SimpleNamespace(id=f"task{i}"), f"{prefix}{i}") for i in range(n)]
+    return [(Task(id=f"task{i}", path="/none", source=f"task{i}"), Candidate(source=f"{prefix}{i}")) for i in range(n)]
 
 
 def test_distributes_over_gpus_and_keeps_order():
@@ -154,7 +158,7 @@ def test_no_retry_of_trigger_when_disabled():
     s, log, _, _ = make(2, behaviour, health=lambda i: HealthResult(i != 0, "", 0.0), retry_trigger=False,
                         delay=0.0)
     with s:
-        out = s.verify_many([(SimpleNamespace(id="t"), "c0")])
+        out = s.verify_many(pairs(1))
     # whichever GPU took it: on GPU 0 it stays a runtime_error, on GPU 1 it is ok
     hist = out[0].env["scheduler"]["history"]
     assert len(hist) == 1
@@ -206,12 +210,14 @@ def test_exceptions_in_verify_become_infra_error():
     assert all(v.status == INFRA_ERROR and v.reason == "harness_failure" for v in out)
 
 
-def test_batch_verify_many_delegates_and_calls_back():
+def test_verify_many_calls_back_with_the_arguments_given():
     s, _, _, _ = make(2, ok, jobs=1)
     seen = []
+    given = pairs(5)
     with s:
-        out = verify_many(s, pairs(5), jobs=8, on_result=lambda t, c, v: seen.append(c))
-    assert len(out) == 5 and sorted(seen) == sorted(f"c{i}" for i in range(5))
+        out = s.verify_many(given, on_result=lambda t, c, v: seen.append(c))
+    assert len(out) == 5 and sorted(c.source for c in seen) == sorted(f"c{i}" for i in range(5))
+    assert all(any(c is g for _, g in given) for c in seen)  # the very objects the caller passed
 
 
 @pytest.mark.parametrize("status,reason,diag,want", [
@@ -248,7 +254,7 @@ def test_subprocess_health_check_fails_cleanly_without_a_gpu():
 def test_open_verifier_on_cpu_is_a_plain_verifier():
     from amdkv.verify.verifier import Verifier
 
-    v = sched.open_verifier("cpu", jobs=0)
+    v = sched.open_verifier("cpu", spares=0)
     try:
         assert isinstance(v, Verifier) and v.platform.name == "cpu"
     finally:

@@ -10,6 +10,8 @@ import time
 from types import SimpleNamespace
 
 import pytest
+
+from amdkv.config import WORKER_SETTINGS_ENV
 import torch
 
 from amdkv.verify import timing
@@ -107,8 +109,7 @@ def fake_methods(monkeypatch):
     monkeypatch.setattr(timing, "time_events", events)
     monkeypatch.setattr(timing, "time_graph", graph)
     monkeypatch.setattr(timing, "time_profiler", prof)
-    for k in ("AMDKV_TIMING_METHOD", "AMDKV_SMALL_KERNEL_METHOD", "AMDKV_SMALL_KERNEL_MS", "AMDKV_TIMING_LOCK"):
-        monkeypatch.delenv(k, raising=False)
+    monkeypatch.delenv(WORKER_SETTINGS_ENV, raising=False)
     fake_methods.events_ms = 0.01
     fake_methods.profiler_fails = False
     fake_methods.calls = calls
@@ -117,6 +118,15 @@ def fake_methods(monkeypatch):
 
 def _noop():
     return None
+
+
+def worker_settings_env(monkeypatch, **settings):
+    """What the pool gives a worker: its settings as one JSON variable (merged with earlier ones)."""
+    import json
+    import os
+
+    current = json.loads(os.environ.get(WORKER_SETTINGS_ENV) or "{}")
+    monkeypatch.setenv(WORKER_SETTINGS_ENV, json.dumps({**current, **settings}))
 
 
 def test_auto_small_kernel_uses_profiler(fake_methods):
@@ -173,24 +183,24 @@ def test_auto_large_kernel_keeps_events(fake_methods):
 
 
 def test_env_selects_method(fake_methods, monkeypatch):
-    monkeypatch.setenv("AMDKV_SMALL_KERNEL_METHOD", "graph")
+    worker_settings_env(monkeypatch, small_kernel_method="graph")
     assert timing.measure(_noop, flush_nbytes=1024, device="cpu")["method"] == "graph_replay+l2_flush"
-    monkeypatch.setenv("AMDKV_TIMING_METHOD", "profiler")
+    worker_settings_env(monkeypatch, timing_method="profiler")
     fake_methods.calls.clear()
     assert timing.measure(_noop, flush_nbytes=1024, device="cpu")["method"].startswith("profiler")
     assert fake_methods.calls == ["profiler"]
-    monkeypatch.setenv("AMDKV_TIMING_METHOD", "nonsense")  # unknown values fall back to auto
+    worker_settings_env(monkeypatch, timing_method="nonsense")  # unknown values fall back to auto
     assert timing.measure(_noop, flush_nbytes=1024, device="cpu")["method"] == "graph_replay+l2_flush"
 
 
 def test_threshold_env(fake_methods, monkeypatch):
-    monkeypatch.setenv("AMDKV_SMALL_KERNEL_MS", "0.001")
+    worker_settings_env(monkeypatch, small_kernel_ms=0.001)
     assert timing.measure(_noop, flush_nbytes=1024, device="cpu")["method"] == "cuda_events+l2_flush"
 
 
 # ------------------------------------------------------------------------------ lock
 def test_timing_lock_excludes_concurrent_holders(tmp_path, monkeypatch):
-    monkeypatch.setenv("AMDKV_TIMING_LOCK", str(tmp_path / "gpu.lock"))
+    worker_settings_env(monkeypatch, timing_lock=str(tmp_path / "gpu.lock"))
     order = []
 
     def hold(name, wait):
@@ -233,7 +243,7 @@ def test_worker_applies_memory_cap_to_candidate_jobs_only(monkeypatch):
 
     seen = []
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: seen.append((f, str(d))))
-    monkeypatch.setenv("AMDKV_GPU_MEM_FRACTION", "0.25")
+    worker_settings_env(monkeypatch, gpu_mem_fraction=0.25)
     worker._apply_gpu_memory_cap({"kind": "reference"}, "cuda:1")
     worker._apply_gpu_memory_cap({"kind": "candidate"}, "cpu")
     assert seen == []

@@ -22,12 +22,16 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from amdkv.errors import BadInputError
+from amdkv.evaluation.benchmarks import benchmark_of, benchmark_report
+from amdkv.evaluation.model_index import model_index
 from amdkv.evaluation.results import RESULTS_SCHEMA_VERSION, ResultsFile, fingerprint, record_key
 from amdkv.evaluation.samples import TaskSamples, check_k, parse_samples_file, sample_hash
 from amdkv.tasks.types import Task
 
 METRICS_FILE = "metrics.json"
 RESULTS_FILE = "results.jsonl"
+BENCHMARK_RESULTS_FILE = "results_benchmark.jsonl"   # the `benchmark` policy's verdicts (external suites)
+MODEL_INDEX_FILE = "model_index.json"                # Hub model-card `model-index` eval results
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 SAMPLES_DIR = "samples"
@@ -36,6 +40,10 @@ DIAGNOSTIC_CHARS = 600   # example diagnostics in metrics.json / reports are cut
 
 @dataclasses.dataclass
 class EvalSettings:
+    """One `amdkv eval` run. The verifier's settings are `config` (a VerifierConfig; default
+    `VerifierConfig.from_env()` with `device`, `jobs`, `trials` and `timeout` applied on top), or
+    the service at `verifier_url` (`amdkv serve`), whose own settings then apply."""
+
     suite: str
     samples: str
     out: str
@@ -48,6 +56,19 @@ class EvalSettings:
     allow_partial: bool = False
     bootstrap: int = 1000
     seed: int = 0
+    config: Any = None                 # amdkv.config.VerifierConfig | None
+    verifier_url: str | None = None    # an `amdkv serve` service instead of local verification
+    verifier_token: str | None = None
+    policy: str = "strict"             # strict | reference (docs/benchmarks.md: reference-as-candidate runs)
+    benchmark_verdicts: bool | None = None  # also verify under the benchmark's own rule (None: for external suites)
+    model_name: str | None = None      # names the model in model_index.json (default: the samples file's stem)
+    deadline: float | None = None      # time.monotonic(): samples not started by then end infra_error (re-run retries)
+
+    def verifier_config(self, policy: str | None = None) -> Any:
+        from amdkv.config import resolve_config
+
+        return resolve_config(self.config, device=self.device, jobs=self.jobs, trials=self.trials,
+                              timeout=self.timeout, policy=policy or self.policy)
 
 
 @dataclasses.dataclass
@@ -137,10 +158,40 @@ def _truncate(text: str | None, n: int = DIAGNOSTIC_CHARS) -> str:
     return text if len(text) <= n else text[: n // 3] + "\n[...]\n" + text[-(2 * n) // 3:]
 
 
-def _resolve_platform(device: str) -> Any:
-    from amdkv.verify.platform import detect_platform
+class _EvalVerifier:
+    """Where this run's verdicts come from, decided once: the platform (detected once, or read from
+    the service), the settings that fingerprint a verdict, and the verifier itself, opened only if
+    something needs verifying (a fully resumed run starts no worker)."""
 
-    return detect_platform(device)
+    def __init__(self, settings: EvalSettings, policy: str | None = None) -> None:
+        self.settings = settings
+        self._remote = None
+        if settings.verifier_url:
+            from amdkv.serve.client import RemoteVerifier
+
+            self._remote = RemoteVerifier(settings.verifier_url, token=settings.verifier_token)
+            self.config = self._remote.config
+            self.platform = self._remote.platform
+        else:
+            from amdkv.verify.platform import detect_platform
+
+            self.config = settings.verifier_config(policy)
+            self.platform = detect_platform(self.config.device)
+
+    @property
+    def policy(self) -> str:
+        return getattr(self.config, "policy", "strict")
+
+    def close(self) -> None:
+        if self._remote is not None:
+            self._remote.close()
+
+    def open(self) -> Any:
+        if self._remote is not None:
+            return self._remote
+        from amdkv.verify.scheduler import open_verifier
+
+        return open_verifier(self.config, platform=self.platform)
 
 
 def platform_description(platform: str, device: str | None) -> str:
@@ -165,6 +216,10 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
         raise BadInputError(f"--k {ks}: every k must be >= 1", hint="e.g. --k 1,3")
     if settings.jobs < 1 or settings.trials < 1:
         raise BadInputError("--jobs and --trials must be >= 1", hint="e.g. --jobs 2 --trials 3")
+    if settings.policy not in ("strict", "reference"):
+        raise BadInputError(f"--policy {settings.policy!r}: amdkv eval runs `strict` or `reference`",
+                            hint="the benchmark's own rule runs as the second pass of external suites "
+                                 "(docs/benchmarks.md); it is never the headline verdict")
 
     # 1. everything the user gave is checked before anything runs
     suite_tasks = load_suite(settings.suite)
@@ -177,7 +232,8 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
             f"--k {max(ks)} needs at least {max(ks)} independent sample(s) per task, but {len(short)} task(s) "
             f"have fewer: {listed}",
             hint="give more samples, lower --k, or pass --allow-partial to report those pass@k as not reportable")
-    platform = _resolve_platform(settings.device)
+    source = _EvalVerifier(settings)
+    platform = source.platform
 
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -187,41 +243,44 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
         for i, src in enumerate(e.samples):
             path = out / SAMPLES_DIR / _safe_name(task.id) / f"{i}.py"
             jobs.append(_Job(task, e, i, src, sample_hash(src), path))
-
-    # 2. what an earlier run already verified
-    store = ResultsFile(out / RESULTS_FILE)
-    old = store.load()
-    if store.dropped_tail:
-        log(f"note: cut an interrupted last line ({len(store.dropped_tail)} bytes) off {store.path}")
-    done: dict[tuple[str, int], dict[str, Any]] = {}
-    todo: list[_Job] = []
-    for j in jobs:
-        fp = fingerprint(sample_sha=j.sha, task_source_hash=j.task.source_hash, platform=platform.name,
-                         trials=settings.trials)
-        rec = old.get(j.key)
-        if rec is not None and rec.get("fingerprint") == fp and rec["verdict"].get("status") != "infra_error":
-            done[j.key] = rec
-        else:
-            todo.append(j)
-    reused = len(done)
-
-    # 3. verify what is missing
     for j in jobs:
         _write_if_changed(j.path, j.source)
-    if todo:
-        _verify_jobs(todo, done, store, settings, platform, total=len(jobs), progress=progress)
+
+    # 2 + 3. verify what an earlier run did not (amdkv's policy), then, for an external benchmark,
+    # the same samples under the benchmark's own rule (a second results file)
+    done, reused, verified = _verification_pass(jobs, out / RESULTS_FILE, source, settings, log, progress)
+    info = benchmark_of(suite_tasks)
+    bench_done: dict[tuple[str, int], dict[str, Any]] | None = None
+    bench_note = None
+    want_bench = settings.benchmark_verdicts if settings.benchmark_verdicts is not None else info is not None
+    if want_bench and settings.verifier_url:
+        bench_note = ("the verification service judges with its own policy; the benchmark's own verdicts need "
+                      "local verification (run without verifier_url)")
+    elif want_bench:
+        bench_done, _, bench_verified = _verification_pass(jobs, out / BENCHMARK_RESULTS_FILE,
+                                                           _EvalVerifier(settings, policy="benchmark"), settings,
+                                                           log, progress)
+        verified += bench_verified
 
     # 4. score and report
-    # run/turn come from the samples file as it is now (a reused verdict may have been recorded
-    # under another layout of turns: those are not part of what was verified)
-    ordered = [dict(done[j.key], run_index=j.entry.run_indices[j.index], turn=j.entry.turn_of(j.index),
-                    sample_path=str(j.path.relative_to(out))) for j in jobs]
+    ordered = _ordered(jobs, done, out)
     metrics = build_metrics(ordered, settings=settings, platform=platform.name,
                             suite_tasks=suite_tasks, suite_version=suite_version(suite_tasks),
                             entries=entries)
+    if info is not None:
+        metrics["benchmark"] = benchmark_report(
+            info, [j.task for j in jobs] or suite_tasks, ordered,
+            _ordered(jobs, bench_done, out) if bench_done is not None else None, policy=settings.policy,
+            ks=settings.ks, ps=settings.ps, bootstrap=settings.bootstrap, seed=settings.seed, note=bench_note)
     files = {"metrics": str(out / METRICS_FILE), "results": str(out / RESULTS_FILE),
              "report_md": str(out / REPORT_MD), "report_html": str(out / REPORT_HTML),
              "samples": str(out / SAMPLES_DIR)}
+    if bench_done is not None:
+        files["results_benchmark"] = str(out / BENCHMARK_RESULTS_FILE)
+    index = model_index(metrics, settings.model_name or Path(settings.samples).stem)
+    if index is not None:
+        write_json_atomic(out / MODEL_INDEX_FILE, index)
+        files["model_index"] = str(out / MODEL_INDEX_FILE)
     write_json_atomic(out / METRICS_FILE, metrics)
     from amdkv.evaluation.report_html import render_html
     from amdkv.evaluation.report_md import render_markdown
@@ -229,22 +288,58 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
     _write_if_changed(out / REPORT_MD, render_markdown(metrics))
     _write_if_changed(out / REPORT_HTML, render_html(metrics, ordered))
     infra = sum(1 for r in ordered if r["verdict"].get("status") == "infra_error")
-    return EvalOutcome(metrics, out, verified=len(todo), reused=reused, infra_errors=infra, files=files)
+    return EvalOutcome(metrics, out, verified=verified, reused=reused, infra_errors=infra, files=files)
+
+
+def _ordered(jobs: list[_Job], done: dict[tuple[str, int], dict[str, Any]], out: Path) -> list[dict[str, Any]]:
+    """Records in samples-file order; run/turn from the samples file as it is now (a reused verdict
+    may have been recorded under another layout of turns: those are not part of what was verified)."""
+    return [dict(done[j.key], run_index=j.entry.run_indices[j.index], turn=j.entry.turn_of(j.index),
+                 sample_path=str(j.path.relative_to(out))) for j in jobs]
+
+
+def _verification_pass(jobs: list[_Job], results_path: Path, source: _EvalVerifier, settings: EvalSettings,
+                       log: Callable[[str], None], progress: bool) -> tuple[dict[tuple[str, int], dict[str, Any]], int, int]:
+    """Reuse what `results_path` already holds for these samples, verify the rest with `source`;
+    returns (record per sample, reused, verified)."""
+    store = ResultsFile(results_path)
+    old = store.load()
+    if store.dropped_tail:
+        log(f"note: cut an interrupted last line ({len(store.dropped_tail)} bytes) off {store.path}")
+    done: dict[tuple[str, int], dict[str, Any]] = {}
+    todo: list[_Job] = []
+    for j in jobs:
+        rec = old.get(j.key)
+        if rec is not None and rec.get("fingerprint") == _fingerprint(j, source) \
+                and rec["verdict"].get("status") != "infra_error":
+            done[j.key] = rec
+        else:
+            todo.append(j)
+    reused = len(done)
+    if todo:
+        _verify_jobs(todo, done, store, settings, source, total=len(jobs), progress=progress)
+    else:
+        source.close()  # a fully resumed pass: nothing was opened, or a service client was never used
+    return done, reused, len(todo)
+
+
+def _fingerprint(j: _Job, source: _EvalVerifier) -> dict[str, Any]:
+    return fingerprint(sample_sha=j.sha, task_source_hash=j.task.source_hash, platform=source.platform.name,
+                       trials=source.config.trials, policy=source.policy)
 
 
 def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], store: ResultsFile,
-                 settings: EvalSettings, platform: Any, *, total: int, progress: bool) -> None:
+                 settings: EvalSettings, source: _EvalVerifier, *, total: int, progress: bool) -> None:
     from tqdm import tqdm
 
-    from amdkv.verify.batch import verify_many
-    from amdkv.verify.scheduler import open_verifier
-
+    platform = source.platform
     by_path = {str(j.path): j for j in todo}
     lock = threading.Lock()
     counts = Counter()
     for rec in done.values():
         _count(counts, rec["verdict"])
-    bar = tqdm(total=total, initial=total - len(todo), desc=f"eval on {platform.name}", unit="sample",
+    desc = f"eval on {platform.name}" + ("" if source.policy == "strict" else f" ({source.policy} policy)")
+    bar = tqdm(total=total, initial=total - len(todo), desc=desc, unit="sample",
                disable=not progress, file=sys.stderr, dynamic_ncols=True)
     bar.set_postfix(_postfix(counts))
 
@@ -256,8 +351,7 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
             "task_id": task.id, "sample_index": j.index, "run_index": j.entry.run_indices[j.index],
             "turn": j.entry.turn_of(j.index), "sample_sha": j.sha,
             "sample_path": str(j.path.relative_to(Path(settings.out))),
-            "fingerprint": fingerprint(sample_sha=j.sha, task_source_hash=task.source_hash,
-                                       platform=platform.name, trials=settings.trials),
+            "fingerprint": _fingerprint(j, source),
             "task": _task_meta(task), "verdict": vd,
             "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
@@ -268,13 +362,11 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
             bar.set_postfix(_postfix(counts), refresh=False)
             bar.update(1)
 
-    spares = max(1, min(settings.jobs, len(todo)))
     try:
-        # One Verifier, or a scheduler over every visible GPU (one per GPU, health-checked).
-        with store, open_verifier(settings.device, jobs=spares, trials=settings.trials,
-                                  timeout=settings.timeout) as verifier:
-            verify_many(verifier, [(j.task, str(j.path)) for j in todo], jobs=settings.jobs,
-                        on_result=on_result)
+        # One Verifier, a scheduler over every visible GPU (one per GPU, health-checked), or a service.
+        with store, source.open() as verifier:
+            verifier.verify_many([(j.task, str(j.path)) for j in todo], on_result=on_result,
+                                 deadline=settings.deadline)
     finally:
         bar.close()
 
@@ -331,6 +423,7 @@ def build_metrics(records: Sequence[dict[str, Any]], *, settings: EvalSettings, 
         "suite": settings.suite, "samples_file": str(Path(settings.samples).resolve()),
         "samples_sha256": _file_sha(settings.samples), "device": settings.device, "jobs": settings.jobs,
         "trials": settings.trials, "timeout": settings.timeout, "allow_partial": settings.allow_partial,
+        "verifier_url": settings.verifier_url, "policy": settings.policy,
     })
     return metrics
 

@@ -21,6 +21,8 @@ def print_verdict(v: Verdict, console: Console | None = None) -> None:
     console.print(f"{v.task_id} · {v.language} · platform {v.platform} ({v.device}): {head}")
     if v.interpreter_verified:
         console.print("  interpreter-verified (Triton CPU interpreter; not a GPU execution)")
+    if v.cache_hit:
+        console.print("  from the verdict cache (an identical verification ran before; --no-verdict-cache runs it again)")
     table = Table(show_header=True)
     for col in ("case", "tags", "status", "max |err|", "allowed", "ref ms", "cand ms", "speedup", "sol"):
         table.add_column(col)
@@ -53,6 +55,8 @@ def print_verdict_table(verdicts: list[Verdict], title: str, console: Console | 
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
-    console.print("  " + ", ".join(f"{k}: {n}" for k, n in sorted(counts.items())))
+    hits = sum(1 for v in verdicts if v.cache_hit)
+    console.print("  " + ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+                  + (f" ({hits} from the verdict cache)" if hits else ""))
     if "cpu" in platforms:
         console.print("  cpu `ok` = interpreter-verified (Triton CPU interpreter), not GPU-executed; no speedups on cpu")

@@ -41,8 +41,25 @@ def _assign_splits(tasks: list[Task]) -> None:
     assign_splits(tasks)
 
 
+# Suite spec prefixes that live in their own modules: "prefix" -> "module:function", where the
+# function takes the part after "prefix:" and returns the tasks (imported only when used). One line
+# per loader, so loaders of generated or external suites plug in without touching load_suite.
+SUITE_LOADERS: dict[str, str] = {
+    "kernelbench": "amdkv.tasks.external.kernelbench:load",
+    "pytorch2hip": "amdkv.tasks.external.pytorch2hip:load",
+    "tritonbench-g": "amdkv.tasks.external.tritonbench:load",
+    "rocmbench": "amdkv.tasks.external.rocmbench:load",
+}
+
+
 def load_suite(spec: str) -> list[Task]:
     """Tasks named by `spec`; raises BadInputError listing what is available."""
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in SUITE_LOADERS:
+        import importlib
+
+        module, func = SUITE_LOADERS[prefix].split(":")
+        return getattr(importlib.import_module(module), func)(rest)
     if spec.startswith("builtin:"):
         name = spec.split(":", 1)[1]
         if name in ("all", ""):
@@ -62,7 +79,8 @@ def load_suite(spec: str) -> list[Task]:
     if path.is_file():
         return [load_task(path)]
     raise BadInputError(f"{spec!r} is neither a builtin suite nor a task file or folder",
-                        hint="pass builtin:all, a folder of task files, or one task file")
+                        hint="pass builtin:all, a folder of task files, one task file, or one of "
+                             + ", ".join(f"{p}:..." for p in sorted(SUITE_LOADERS)))
 
 
 def filter_tasks(tasks: Iterable[Task], *, suite: str | None = None, split: str | None = None,

@@ -37,7 +37,9 @@ MAX_ERROR_CHARS = 6000
 
 def hip_cache_dir() -> Path:
     """`AMDKV_HIP_CACHE_DIR`, default ~/.cache/amdkv/hipcache."""
-    env = os.environ.get("AMDKV_HIP_CACHE_DIR")
+    from amdkv.config import ToolchainConfig
+
+    env = ToolchainConfig.from_env().hip_cache_dir
     return Path(env).expanduser() if env else Path.home() / ".cache" / "amdkv" / "hipcache"
 
 

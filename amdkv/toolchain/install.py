@@ -47,9 +47,12 @@ def _tail(text: str, n: int = 30) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
 
 
-def _packages(env_name: str, default: tuple[str, ...]) -> list[str]:
-    env = os.environ.get(env_name)
-    return env.split() if env else list(default)
+def _packages(setting: str, default: tuple[str, ...]) -> list[str]:
+    """A package list from ToolchainConfig (AMDKV_HIP_PACKAGES / AMDKV_HIP_TORCH_PACKAGES), else the default."""
+    from amdkv.config import ToolchainConfig
+
+    chosen = getattr(ToolchainConfig.from_env(), setting)
+    return list(chosen) if chosen else list(default)
 
 
 def _mounts_under(root: Path) -> list[str]:
@@ -164,9 +167,9 @@ def install_hip_toolchain(root: Path | None = None, *, torch_ext: bool = False, 
         raise ToolchainError("installing the hipcc chroot needs root (debootstrap, chroot, mount namespaces)",
                              hint="run `sudo make toolchain-hip`, or install ROCm and set ROCM_PATH")
     t0 = time.monotonic()
-    packages = _packages("AMDKV_HIP_PACKAGES", BASE_PACKAGES)
+    packages = _packages("hip_packages", BASE_PACKAGES)
     if torch_ext:
-        packages += _packages("AMDKV_HIP_TORCH_PACKAGES", TORCH_PACKAGES)
+        packages += _packages("hip_torch_packages", TORCH_PACKAGES)
     manifest = locate.read_manifest(root)
     if manifest and not force and set(packages) <= set(manifest.get("requested", [])):
         log(f"hipcc toolchain already installed at {root} ({manifest.get('hipcc_version')}); verifying")

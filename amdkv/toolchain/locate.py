@@ -24,7 +24,9 @@ INSTALL_HINT = "run `make toolchain-hip` (or `amdkv toolchain install hip`) as r
 
 def toolchain_dir() -> Path:
     """Root of the sid chroot: `AMDKV_TOOLCHAIN_DIR`, default ~/.cache/amdkv/toolchains/hip-sid."""
-    env = os.environ.get("AMDKV_TOOLCHAIN_DIR")
+    from amdkv.config import ToolchainConfig
+
+    env = ToolchainConfig.from_env().toolchain_dir
     return Path(env).expanduser() if env else Path.home() / ".cache" / "amdkv" / "toolchains" / "hip-sid"
 
 

@@ -42,7 +42,9 @@ def _from_one_line(text: str) -> str | None:
 
 def debian_mirror() -> str:
     """The Debian mirror URL (env `AMDKV_DEBIAN_MIRROR` overrides apt's configuration)."""
-    env = os.environ.get("AMDKV_DEBIAN_MIRROR")
+    from amdkv.config import ToolchainConfig
+
+    env = ToolchainConfig.from_env().debian_mirror
     if env:
         return env.rstrip("/")
     for path, parse in ((DEB822_SOURCES, _from_deb822), (ONE_LINE_SOURCES, _from_one_line)):

@@ -1,6 +1,39 @@
-"""The verifier (DESIGN.md section 2). Imports only stdlib, torch, triton and numpy."""
+"""The verifier (DESIGN.md section 2). Imports only stdlib, torch, triton and numpy.
 
-from amdkv.verify.verdict import STATUSES, CaseResult, Verdict
-from amdkv.verify.verifier import Verifier, verify_files
+The names below load on first use (PEP 562), so `from amdkv.verify import Verdict, Candidate,
+VerifierConfig` stays light (no torch, no triton): data and metric stages that only read verdicts
+never pay for, or need, the GPU stack. `Verifier` and `open_verifier` import it when asked for.
+"""
 
-__all__ = ["STATUSES", "CaseResult", "Verdict", "Verifier", "verify_files"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "STATUSES": "amdkv.verify.verdict",
+    "CaseResult": "amdkv.verify.verdict",
+    "Verdict": "amdkv.verify.verdict",
+    "Candidate": "amdkv.verify.candidate",
+    "VerifierConfig": "amdkv.config",
+    "BaseVerifier": "amdkv.verify.api",
+    "Verifier": "amdkv.verify.verifier",
+    "verify_files": "amdkv.verify.verifier",
+    "open_verifier": "amdkv.verify.scheduler",
+    "MultiGpuScheduler": "amdkv.verify.scheduler",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'amdkv.verify' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -302,8 +302,9 @@ def shared(worker_env: dict[str, str]) -> ForkServer:
         return server
 
 
-def start_method() -> str:
-    """'fork' or 'exec' for the verifier's Python workers, from AMDKV_SPARE_START (auto|fork|exec).
+def start_method(choice: str = "auto") -> str:
+    """'fork' or 'exec' for the verifier's Python workers, from the config's `spare_start`
+    (auto|fork|exec; env AMDKV_SPARE_START through VerifierConfig.from_env).
 
     auto is fork on every platform. Measured (docs/verifier.md, docs/gpu.md): on the CPU
     interpreter it more than doubled verified candidates per minute; on an H200 a forked spare
@@ -312,10 +313,10 @@ def start_method() -> str:
     itself, which is sound because the server never does. exec stays available
     (AMDKV_SPARE_START=exec) for a Python whose fork misbehaves; a spare that cannot be forked
     falls back to exec anyway."""
-    choice = (os.environ.get("AMDKV_SPARE_START") or "auto").strip().lower()
+    choice = (choice or "auto").strip().lower()
     if choice not in ("auto", "fork", "exec"):
-        raise InfrastructureError(f"AMDKV_SPARE_START={choice!r} is not one of auto, fork, exec",
-                                  hint="unset it, or set it to fork or exec")
+        raise InfrastructureError(f"spare_start={choice!r} is not one of auto, fork, exec",
+                                  hint="unset AMDKV_SPARE_START, or set it to fork or exec")
     return "exec" if choice == "exec" else "fork"
 
 

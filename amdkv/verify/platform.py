@@ -22,6 +22,12 @@ class PlatformInfo:
     can_time: bool       # speedups are meaningful only on GPUs
     interpreter: bool    # Triton runs under TRITON_INTERPRET=1
 
+    def for_device(self, index: int) -> "PlatformInfo":
+        """The same platform on GPU `index` (no detection: the platform was detected once)."""
+        if not self.can_time:
+            return self
+        return dataclasses.replace(self, device=f"cuda:{index}")
+
     @property
     def is_target(self) -> bool:
         """True only on the platform the library is about (AMD GPUs)."""

@@ -3,7 +3,9 @@
 Speed comes from having torch imported and the device initialised before a candidate arrives,
 not from reusing a process (DESIGN.md section 2). Each spare has its own process group, temp
 dir, Triton cache dir and torch-extensions dir, and (on CPU) an address-space cap. A spare is
-exec'd or forked from the fork server (worker_process.py, fork_server.py; AMDKV_SPARE_START).
+exec'd or forked from the fork server (worker_process.py, fork_server.py; config `spare_start`).
+Every setting comes from the run's `VerifierConfig`; a worker receives its part as one JSON
+environment variable (`AMDKV_WORKER_SETTINGS`, read by `amdkv.config.worker_settings`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 import time
 from typing import Any, Mapping
 
+from amdkv.config import WORKER_SETTINGS_ENV, VerifierConfig
 from amdkv.errors import InfrastructureError
 from amdkv.verify.fork_server import start_method
 from amdkv.verify.platform import PlatformInfo, worker_gpu_env
@@ -60,17 +63,19 @@ def default_gpu_mem_fraction(concurrent: int) -> float:
 
 
 def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
-               gpu_mem_fraction: float | None) -> tuple[dict[str, str], str]:
+               gpu_mem_fraction: float | None, config: VerifierConfig | None = None) -> tuple[dict[str, str], str]:
     """The environment of a worker for `platform` working in `workdir`, and its device name as the
     worker sees it. One function, so what every worker gets (its one GPU, its private caches, the
-    timing lock, the memory cap, one CUDA work queue) can be read and tested in one place."""
+    timing lock, the memory cap, one CUDA work queue, its settings) can be read and tested in one
+    place. The worker's settings travel as one JSON variable (AMDKV_WORKER_SETTINGS)."""
     env = with_package_on_path(environ)
     gpu_env, device = worker_gpu_env(platform, env)  # the worker sees only its own GPU
     env.update(gpu_env)
+    settings: dict[str, object] = dict((config or VerifierConfig()).worker_settings())
+    settings["device"] = device
     if gpu_env:
-        env["AMDKV_WORKER_VISIBLE_GPUS"] = "1"  # checked by the worker once its GPU is up
+        settings["visible_gpus"] = 1  # checked by the worker once its GPU is up
     env.update({
-        "AMDKV_WORKER_DEVICE": device,
         "TRITON_CACHE_DIR": os.path.join(workdir, "triton_cache"),
         "TORCH_EXTENSIONS_DIR": os.path.join(workdir, "torch_extensions"),
         "TMPDIR": workdir,
@@ -82,7 +87,7 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
     else:
         env.pop("TRITON_INTERPRET", None)
         # One lock file per physical GPU: timed sections of concurrent workers never overlap.
-        env["AMDKV_TIMING_LOCK"] = timing_lock_path(gpu_lock_key(platform.device))
+        settings["timing_lock"] = timing_lock_path(gpu_lock_key(platform.device))
         if platform.name == "cuda":
             # One hardware work queue per worker context instead of CUDA's 8: context creation
             # then does a fraction of the driver work, and that work is serialised host-wide,
@@ -95,26 +100,28 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
         if gpu_mem_fraction:
             # Per-candidate GPU memory cap, applied by the worker to candidate jobs only
             # (torch.cuda.set_per_process_memory_fraction); exceeding it is runtime_error/oom.
-            env["AMDKV_GPU_MEM_FRACTION"] = f"{gpu_mem_fraction:.4f}"
+            settings["gpu_mem_fraction"] = round(gpu_mem_fraction, 4)
+    env[WORKER_SETTINGS_ENV] = json.dumps(settings, sort_keys=True)
     return env, device
 
 
 class Spare:
     """One started worker process waiting (or about to wait) for its single job."""
 
-    def __init__(self, platform: PlatformInfo, mem_cap_bytes: int | None, base_tmp: str | None = None,
+    def __init__(self, platform: PlatformInfo, config: VerifierConfig | None = None, base_tmp: str | None = None,
                  gpu_mem_fraction: float | None = None, extra_env: dict[str, str] | None = None,
                  start: str | None = None) -> None:
+        config = config or VerifierConfig.from_env()
         self.platform = platform
         self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
-        env, self.device = worker_env(platform, self.workdir, os.environ, gpu_mem_fraction)
+        env, self.device = worker_env(platform, self.workdir, os.environ, gpu_mem_fraction, config)
         env.update(extra_env or {})
         self.started = time.monotonic()
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
         self._env = env
         # an address-space cap only where no GPU runtime reserves huge ranges (sandbox.memory_cap_preexec)
-        self._mem_cap = mem_cap_bytes if platform.interpreter else None
-        self.start_method = start or start_method()
+        self._mem_cap = int(config.mem_cap_gib * 2**30) if platform.interpreter else None
+        self.start_method = start or start_method(config.spare_start)
         self.fork_failure: str | None = None  # why this spare runs exec'd although fork was asked for
         self.proc: ExecWorkerProcess | ForkedWorkerProcess
         if self.start_method == "fork":
@@ -204,15 +211,14 @@ class SparePool:
     """Keeps `size` spares started for one platform/device; `take()` hands one out and starts
     its replacement in the background."""
 
-    def __init__(self, platform: PlatformInfo, size: int = 1, mem_cap_bytes: int | None = None,
-                 gpu_mem_fraction: float | None = None) -> None:
+    def __init__(self, platform: PlatformInfo, config: VerifierConfig, size: int = 1) -> None:
         self.platform = platform
+        self.config = config
         self.size = max(0, size)
-        self.mem_cap_bytes = mem_cap_bytes
         # None: the default share for `size` concurrent candidates; 0: no cap.
+        gpu_mem_fraction = config.gpu_mem_fraction
         if gpu_mem_fraction is None and not platform.interpreter:
-            env_frac = os.environ.get("AMDKV_GPU_MEM_FRACTION")
-            gpu_mem_fraction = float(env_frac) if env_frac else default_gpu_mem_fraction(self.size)
+            gpu_mem_fraction = default_gpu_mem_fraction(self.size)
         self.gpu_mem_fraction = gpu_mem_fraction or None
         self._spares: list[Spare] = []
         self._lock = threading.Lock()
@@ -221,7 +227,7 @@ class SparePool:
             self._spares.append(self._start())
 
     def _start(self) -> Spare:
-        return Spare(self.platform, self.mem_cap_bytes, gpu_mem_fraction=self.gpu_mem_fraction)
+        return Spare(self.platform, self.config, gpu_mem_fraction=self.gpu_mem_fraction)
 
     def take(self) -> Spare:
         with self._lock:

@@ -16,9 +16,9 @@ from typing import Any
 import amdkv
 
 
-def cache_root() -> Path:
-    root = os.environ.get("AMDKV_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "amdkv")
-    return Path(root) / "refs"
+def refs_root(cache_dir: str | os.PathLike[str]) -> Path:
+    """Reference files live under the config's cache dir (`VerifierConfig.cache_dir`)."""
+    return Path(cache_dir) / "refs"
 
 
 def case_key(task_hash: str, case_name: str, seeds: list[int], init_seed: int, device_desc: str,
@@ -36,8 +36,8 @@ def case_key(task_hash: str, case_name: str, seeds: list[int], init_seed: int, d
 class CaseFiles:
     """The three files of one cached reference case: inputs, expected outputs, report."""
 
-    def __init__(self, key: str) -> None:
-        base = cache_root() / key[:2] / key
+    def __init__(self, key: str, cache_dir: str | os.PathLike[str]) -> None:
+        base = refs_root(cache_dir) / key[:2] / key
         self.dir = base
         self.inputs = base / "inputs.pt"
         self.expected = base / "expected.pt"

@@ -99,15 +99,16 @@ def with_package_on_path(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def run_python_module(module: str, args: Sequence[str], *, timeout: float, env: Mapping[str, str],
-                      cwd: str, max_address_space_bytes: int | None = None) -> ProcessResult:
+                      cwd: str, max_address_space_bytes: int | None = None, start: str = "auto") -> ProcessResult:
     """`python -m MODULE ARGS` under the same rules as run_process, forked from the worker fork
-    server when fork_server.start_method() says so (it has torch and Triton imported already),
-    else exec'd. For the verifier's run-once workers: HIP source capture, Triton AMD compiles."""
+    server when fork_server.start_method(start) says so (it has torch and Triton imported already),
+    else exec'd. For the verifier's run-once workers: HIP source capture, Triton AMD compiles.
+    `start` is the config's `spare_start`."""
     import sys
 
     from amdkv.verify import fork_server
 
-    if fork_server.start_method() == "fork":
+    if fork_server.start_method(start) == "fork":
         return fork_server.run_module(module, args, timeout=timeout, env=dict(env), cwd=cwd,
                                       max_address_space_bytes=max_address_space_bytes)
     return run_process([sys.executable, "-m", module, *args], timeout=timeout, env=env, cwd=cwd,

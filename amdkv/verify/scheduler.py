@@ -26,14 +26,19 @@ verifiers and health checks (tests/test_scheduler.py).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import math
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from concurrent.futures import Future
+from typing import Any, Callable, Protocol, Sequence
 
+from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import AmdkvError
+from amdkv.verify.api import LocalVerifier, deadline_passed
+from amdkv.verify.candidate import Candidate
 from amdkv.verify.verdict import INFRA_ERROR, RUNTIME_ERROR, TIMEOUT, Verdict
 
 # Text in a verdict's diagnostics that means the GPU context itself failed (CUDA and HIP spellings).
@@ -65,10 +70,12 @@ sys.exit(0 if got == want else 3)
 """
 
 
-class VerifierLike(Protocol):
+class GpuEngine(Protocol):
+    """What the scheduler needs of each GPU's verifier (a `Verifier` for that GPU)."""
+
     platform: Any
 
-    def verify(self, task: Any, candidate: Any) -> Verdict: ...
+    def verify_now(self, task: Any, candidate: Candidate) -> Verdict: ...
 
     def close(self) -> None: ...
 
@@ -110,18 +117,18 @@ def gpu_suspect(verdict: Verdict) -> str | None:
 
 @dataclasses.dataclass
 class _Item:
-    index: int
     task: Any
-    candidate: Any
-    attempt: int = 0
+    candidate: Candidate
+    future: "Future[Verdict]"
+    deadline: float | None = None
     excluded: set[int] = dataclasses.field(default_factory=set)
     history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 class _Gpu:
-    def __init__(self, index: int, verifier: VerifierLike) -> None:
+    def __init__(self, index: int, engine: GpuEngine) -> None:
         self.index = index
-        self.verifier = verifier
+        self.verifier = engine
         self.quarantined = False
         self.quarantine_detail: str | None = None
         self.check_pending = False     # a suspect verdict arrived: check before the next start
@@ -134,51 +141,58 @@ class _Gpu:
         self.checks: list[dict[str, Any]] = []
 
 
-class MultiGpuScheduler:
-    """Verify many pairs over several GPUs, one scheduler (Verifier + threads) per GPU.
+class MultiGpuScheduler(LocalVerifier):
+    """Verify over several GPUs of one machine, one `Verifier` (and `jobs_per_gpu` threads) per GPU.
 
     `verifier_factory(index)` builds the Verifier of GPU `index`; `health_check(index)` returns a
-    HealthResult (default: a fresh subprocess). Use as a context manager.
+    HealthResult (default: a fresh subprocess). The GPU threads start with the first submission and
+    live until `close()`, taking work from one queue shared by every caller: `submit`, `verify` and
+    `verify_many` may be called from many threads at once. Use as a context manager.
     """
 
-    def __init__(self, verifier_factory: Callable[[int], VerifierLike], gpus: Sequence[int], *,
-                 jobs_per_gpu: int = 1, health_check: Callable[[int], HealthResult] | None = None,
-                 max_attempts: int = 2, retry_trigger: bool = True) -> None:
+    def __init__(self, verifier_factory: Callable[[int], GpuEngine], gpus: Sequence[int], *,
+                 config: VerifierConfig | None = None, jobs_per_gpu: int = 1,
+                 health_check: Callable[[int], HealthResult] | None = None, max_attempts: int | None = None,
+                 retry_trigger: bool = True) -> None:
         if not gpus:
             raise ValueError("MultiGpuScheduler needs at least one GPU index")
+        config = config or VerifierConfig.from_env()
         self.jobs_per_gpu = max(1, jobs_per_gpu)
         self.health_check = health_check or subprocess_health_check
-        self.max_attempts = max(1, max_attempts)
+        self.max_attempts = max(1, max_attempts if max_attempts is not None else config.max_attempts)
         self.retry_trigger = retry_trigger
         self._gpus: dict[int, _Gpu] = {}
         try:
             for i in gpus:
                 self._gpus[i] = _Gpu(i, verifier_factory(i))
         except BaseException:
-            self.close()
+            self._close_gpus()
             raise
         first = next(iter(self._gpus.values())).verifier
-        self.platform = first.platform
+        super().__init__(config, first.platform, getattr(first, "device_description", first.platform.device))
         self._cond = threading.Condition()
         self._queue: collections.deque[_Item] = collections.deque()
-        self._results: dict[int, Verdict] = {}
-        self._total = 0
-        self._deadline: float | None = None
-        self._on_result: Callable[[Any, Any, Verdict], None] | None = None
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
+    def _close_gpus(self) -> None:
         for g in list(self._gpus.values()):
-            try:
+            with contextlib.suppress(Exception):  # closing the other GPUs' verifiers matters more
                 g.verifier.close()
-            except Exception:  # noqa: BLE001 - closing the others matters more
-                pass
 
-    def __enter__(self) -> "MultiGpuScheduler":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def close(self) -> None:
+        with self._cond:
+            self._stopping = True
+            while self._queue:  # nothing will run them any more: the harness's fault, never the candidate's
+                item = self._queue.popleft()
+                self._resolve(item, self.infra_verdict(item.task, item.candidate, "the verifier was closed",
+                                                      reason="verifier_closed"))
+            self._cond.notify_all()
+        for t in self._threads:
+            t.join()
+        self._close_gpus()
+        super().close()
 
     @property
     def gpus(self) -> list[int]:
@@ -192,92 +206,86 @@ class MultiGpuScheduler:
                          "quarantine_detail": g.quarantine_detail, "health_checks": g.checks}
                 for i, g in self._gpus.items()}
 
-    # ------------------------------------------------------------------ one pair (Verifier API)
-    def verify(self, task: Any, candidate: Any) -> Verdict:
-        return self.verify_many([(task, candidate)])[0]
-
-    # ------------------------------------------------------------------ many pairs
-    def verify_many(self, pairs: Iterable[tuple[Any, Any]],
-                    on_result: Callable[[Any, Any, Verdict], None] | None = None, *,
-                    deadline: float | None = None) -> list[Verdict]:
-        """Verdicts in input order. `deadline` (time.monotonic()): pairs not started by then are
-        not run and come back as infra_error with reason `not_started_before_deadline`
-        (benchmarks and services that must drain)."""
-        pairs = list(pairs)
-        self._deadline = deadline
+    def queue_depth(self) -> int:
         with self._cond:
-            self._queue = collections.deque(_Item(i, t, c) for i, (t, c) in enumerate(pairs))
-            self._results = {}
-            self._total = len(pairs)
-            self._on_result = on_result
+            return len(self._queue) + sum(g.running for g in self._gpus.values())
+
+    # ------------------------------------------------------------------ submission
+    def _start(self, task: Any, candidate: Candidate, deadline: float | None) -> "Future[Verdict]":
+        fut: Future[Verdict] = Future()
+        fut.set_running_or_notify_cancel()
+        item = _Item(task, candidate, fut, deadline)
+        with self._cond:
+            if self._stopping:
+                raise AmdkvError("this verifier is closed", hint="open a new one")
+            self._ensure_threads()
+            self._queue.append(item)
             self._resolve_unrunnable()
-        threads = [threading.Thread(target=self._worker, args=(g,), name=f"amdkv-gpu{g.index}-{j}", daemon=True)
-                   for g in self._gpus.values() for j in range(self.jobs_per_gpu)]
-        for t in threads:
+            self._cond.notify_all()
+        return fut
+
+    def _ensure_threads(self) -> None:
+        """Start the GPU threads once (caller holds the condition)."""
+        if self._threads:
+            return
+        self._threads = [threading.Thread(target=self._worker, args=(g,), name=f"amdkv-gpu{g.index}-{j}", daemon=True)
+                         for g in self._gpus.values() for j in range(self.jobs_per_gpu)]
+        for t in self._threads:
             t.start()
-        for t in threads:
-            t.join()
-        with self._cond:  # anything left (every GPU quarantined mid-run) is an infra_error
-            while self._queue:
-                self._finalize(self._queue.popleft(), None)
-        return [self._results[i] for i in range(len(pairs))]
 
     # ------------------------------------------------------------------ internals
     def _healthy(self) -> list[int]:
         return [i for i, g in self._gpus.items() if not g.quarantined]
 
-    def _infra_verdict(self, item: _Item) -> Verdict:
-        tid = getattr(item.task, "id", None)
+    def _quarantine_verdict(self, item: _Item) -> Verdict:
         bad = {i: g.quarantine_detail for i, g in self._gpus.items() if g.quarantined}
-        return Verdict(status=INFRA_ERROR, reason="gpu_quarantined", task_id=tid,
-                       platform=getattr(self.platform, "name", None),
-                       diagnostics=f"no healthy GPU left to run this candidate on (quarantined: {bad})")
+        return self.infra_verdict(item.task, item.candidate,
+                                  f"no healthy GPU left to run this candidate on (quarantined: {bad})",
+                                  reason="gpu_quarantined")
 
-    def _finalize(self, item: _Item, verdict: Verdict | None) -> None:
-        """Record the final verdict of `item` (caller holds the condition)."""
+    def _resolve(self, item: _Item, verdict: Verdict | None) -> None:
+        """Give `item` its final verdict (caller holds the condition)."""
         if verdict is None:
-            verdict = self._infra_verdict(item)
+            verdict = self._quarantine_verdict(item)
         verdict.env = dict(verdict.env or {})
         verdict.env["scheduler"] = {"gpu": item.history[-1]["gpu"] if item.history else None,
                                     "attempts": len(item.history), "history": item.history}
-        self._results[item.index] = verdict
+        item.future.set_result(verdict)
         self._cond.notify_all()
-        if self._on_result:
-            try:
-                self._on_result(item.task, item.candidate, verdict)
-            except Exception:  # noqa: BLE001 - a progress callback must not kill a GPU thread
-                pass
 
     def _resolve_unrunnable(self) -> None:
-        """Finalize queued items that no healthy GPU may take (caller holds the condition)."""
+        """Resolve queued items that no healthy GPU may take (caller holds the condition)."""
         healthy = set(self._healthy())
         keep = collections.deque()
         for item in self._queue:
             if healthy - item.excluded:
                 keep.append(item)
             else:
-                self._finalize(item, None)
+                self._resolve(item, None)
         self._queue = keep
 
     def _take(self, g: _Gpu) -> _Item | None:
-        """Next item for GPU `g`, after any pending health check; None when this thread is done."""
+        """Next item for GPU `g`, after any pending health check; None when this thread ends."""
         with self._cond:
             while True:
-                if self._deadline is not None and time.monotonic() > self._deadline:
-                    while self._queue:
-                        item = self._queue.popleft()
-                        self._finalize(item, Verdict(status=INFRA_ERROR, reason="not_started_before_deadline",
-                                                     task_id=getattr(item.task, "id", None),
-                                                     platform=getattr(self.platform, "name", None)))
-                if g.quarantined or len(self._results) >= self._total:
+                if self._stopping or g.quarantined:
                     return None
                 if not (g.check_pending or g.checking):
                     for k, item in enumerate(self._queue):
-                        if g.index not in item.excluded:
-                            del self._queue[k]
-                            g.running += 1
-                            g.started += 1
-                            return item
+                        if g.index in item.excluded:
+                            continue
+                        del self._queue[k]
+                        if deadline_passed(item.deadline):
+                            self._resolve(item, self.infra_verdict(item.task, item.candidate,
+                                                                   "not started before the caller's deadline",
+                                                                   reason="not_started_before_deadline"))
+                            break  # look at the queue again from the start
+                        g.running += 1
+                        g.started += 1
+                        return item
+                    else:
+                        self._cond.wait(timeout=1.0)
+                    continue
                 self._cond.wait(timeout=1.0)
 
     def _worker(self, g: _Gpu) -> None:
@@ -287,14 +295,9 @@ class MultiGpuScheduler:
                 return
             t0 = time.monotonic()
             try:
-                verdict = g.verifier.verify(item.task, item.candidate)
-            except AmdkvError as exc:
-                verdict = Verdict(status=INFRA_ERROR, reason="harness_failure", task_id=getattr(item.task, "id", None),
-                                  platform=getattr(self.platform, "name", None), diagnostics=str(exc))
+                verdict = g.verifier.verify_now(item.task, item.candidate)
             except Exception as exc:  # noqa: BLE001 - a bug in one verify must not stop the GPU's thread
-                verdict = Verdict(status=INFRA_ERROR, reason="harness_failure", task_id=getattr(item.task, "id", None),
-                                  platform=getattr(self.platform, "name", None),
-                                  diagnostics=f"{type(exc).__name__}: {exc}")
+                verdict = self.infra_verdict(item.task, item.candidate, exc)
             elapsed = time.monotonic() - t0
             suspect = gpu_suspect(verdict)
             item.history.append({"gpu": g.index, "status": verdict.status, "reason": verdict.reason,
@@ -306,25 +309,25 @@ class MultiGpuScheduler:
                 g.running -= 1
                 g.busy_s += elapsed
                 if healthy and not g.quarantined:
-                    self._finalize(item, verdict)
+                    self._resolve(item, verdict)
                     continue
                 if suspect is None:
                     # finished fine on a GPU quarantined meanwhile: an ok/mismatch/compile_error
                     # verdict does not depend on the GPU's later failure
-                    self._finalize(item, verdict)
+                    self._resolve(item, verdict)
                     continue
                 item.excluded.add(g.index)
                 retry = len(item.history) < self.max_attempts and bool(set(self._healthy()) - item.excluded)
-                if retry and (self.retry_trigger or verdict.status == INFRA_ERROR):
+                if retry and (self.retry_trigger or verdict.status == INFRA_ERROR) and not self._stopping:
                     item.history[-1]["retried"] = True
                     self._queue.appendleft(item)
                     self._cond.notify_all()
                 elif verdict.status == INFRA_ERROR:
-                    self._finalize(item, None)
+                    self._resolve(item, None)
                 else:
                     verdict.diagnostics = (verdict.diagnostics + f"\n[scheduler] GPU {g.index} failed its health "
                                            f"check after this candidate and was quarantined").strip()
-                    self._finalize(item, verdict)
+                    self._resolve(item, verdict)
                 self._resolve_unrunnable()
 
     def _check(self, g: _Gpu, why: str) -> bool:
@@ -366,34 +369,26 @@ def gpu_count(platform_name: str) -> int:
     return torch.cuda.device_count()
 
 
-def open_verifier(device: str = "auto", *, gpus: int | Sequence[int] | None = None, jobs: int = 1,
-                  health_check: Callable[[int], HealthResult] | None = None, **verifier_kw: Any) -> Any:
-    """A Verifier for one device, or a MultiGpuScheduler when the platform is a GPU one and
-    several GPUs are visible (or `gpus` asks for several).
-
-    `gpus`: None = every visible GPU, an int = the first N, a sequence = those indices.
-    `jobs` = candidates verified at the same time in total (split over the GPUs).
-    """
+def open_verifier(config: VerifierConfig | str | None = None, *, platform: Any = None,
+                  health_check: Callable[[int], HealthResult] | None = None, **settings: Any) -> LocalVerifier:
+    """The verifier a config asks for: a `Verifier` for one device, or a `MultiGpuScheduler` when
+    the platform is a GPU one and several GPUs are selected (`config.gpus`: None = every visible
+    one). `config.jobs` = candidates verified at the same time in total (split over the GPUs).
+    The platform is detected here, once (or taken from `platform`), and handed to every per-GPU
+    Verifier."""
     from amdkv.verify.platform import detect_platform
     from amdkv.verify.verifier import Verifier
 
-    platform = detect_platform(device)
-    n_visible = gpu_count(platform.name)
-    if isinstance(gpus, int):
-        indices = list(range(min(gpus, n_visible)))
-    elif gpus is None:
-        indices = list(range(n_visible))
-    else:
-        indices = [i for i in gpus if i < n_visible]
+    config = resolve_config(config, **settings)
+    platform = platform or detect_platform(config.device)
+    indices = config.gpu_indices(gpu_count(platform.name))
     if len(indices) <= 1:
-        kw = dict(verifier_kw)
-        kw.setdefault("spares", jobs)
-        return Verifier(device, device_index=indices[0] if indices else 0, **kw)
-    per_gpu = max(1, math.ceil(jobs / len(indices)))
-    kw = dict(verifier_kw)
-    kw.setdefault("spares", per_gpu)
+        index = indices[0] if indices else 0
+        return Verifier(config, platform=platform.for_device(index), device_index=index)
+    per_gpu = max(1, math.ceil(config.jobs / len(indices)))
+    gpu_config = config.replace(jobs=per_gpu, spares=config.spares if config.spares is not None else per_gpu)
 
-    def factory(i: int) -> Any:
-        return Verifier(platform.name, device_index=i, **kw)
+    def factory(i: int) -> Verifier:
+        return Verifier(gpu_config, platform=platform.for_device(i), device_index=i)
 
-    return MultiGpuScheduler(factory, indices, jobs_per_gpu=per_gpu, health_check=health_check)
+    return MultiGpuScheduler(factory, indices, config=config, jobs_per_gpu=per_gpu, health_check=health_check)

@@ -23,9 +23,9 @@ included) so that the parent can cross-check the numbers against wall clocks
 (``check_consistency``). rocprofv3 (AMD) is in ``rocprof.py``: it wraps a whole process, so it is
 a benchmark/offline method, not one for the warm worker processes.
 
-Environment knobs (read in the worker; the parent's environment is inherited):
-``AMDKV_TIMING_METHOD`` (auto|events|graph|profiler), ``AMDKV_SMALL_KERNEL_METHOD``
-(profiler|graph), ``AMDKV_SMALL_KERNEL_MS`` (threshold, default 0.1).
+Settings (VerifierConfig fields, passed to the worker in AMDKV_WORKER_SETTINGS): ``timing_method``
+(auto|events|graph|profiler; env AMDKV_TIMING_METHOD), ``small_kernel_method`` (profiler|graph),
+``small_kernel_ms`` (threshold, default 0.1).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from amdkv.config import worker_settings
 from amdkv.verify.file_lock import exclusive_file_lock
 
 SMALL_KERNEL_MS = 0.1
@@ -247,7 +248,7 @@ def exclusive_gpu() -> Iterator[None]:
     lock after the physical GPU (UUID), so two verifiers that see the GPU under different
     indices still exclude each other.
     """
-    path = os.environ.get("AMDKV_TIMING_LOCK")
+    path = worker_settings().get("timing_lock")
     if not path:
         yield
         return
@@ -257,7 +258,7 @@ def exclusive_gpu() -> Iterator[None]:
 
 # ------------------------------------------------------------------------------------ measure
 def _setting(name: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = os.environ.get(name, default).strip().lower() or default
+    value = str(worker_settings().get(name) or default).strip().lower()
     return value if value in allowed else default
 
 
@@ -303,12 +304,9 @@ def _measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str, method: s
              gpu_section: Callable[[], Any] = contextlib.nullcontext) -> dict[str, Any]:
     import torch
 
-    method = method or _setting("AMDKV_TIMING_METHOD", "auto", METHODS)
-    small_method = _setting("AMDKV_SMALL_KERNEL_METHOD", "profiler", SMALL_METHODS)
-    try:
-        threshold = float(os.environ.get("AMDKV_SMALL_KERNEL_MS", SMALL_KERNEL_MS))
-    except ValueError:
-        threshold = SMALL_KERNEL_MS
+    method = method or _setting("timing_method", "auto", METHODS)
+    small_method = _setting("small_kernel_method", "profiler", SMALL_METHODS)
+    threshold = float(worker_settings().get("small_kernel_ms") or SMALL_KERNEL_MS)
     counted = _Counted(fn)
     flush = torch.empty(flush_nbytes // 4, dtype=torch.int32, device=device)
     t0 = time.monotonic()

@@ -9,7 +9,8 @@ import dataclasses
 import json
 from typing import Any
 
-VERDICT_SCHEMA_VERSION = 1
+# 2: `candidate_sha256`, `cache_hit`, `cache_key`; the invariants of `enforce_invariants` hold.
+VERDICT_SCHEMA_VERSION = 2
 
 OK = "ok"
 COMPILE_ERROR = "compile_error"
@@ -26,6 +27,10 @@ STATUSES = (OK, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, MISMATCH, HACK_DETECTED, 
 # failure must never be blamed on the candidate.
 STATUS_PRECEDENCE = (INFRA_ERROR, HACK_DETECTED, COMPILE_ERROR, TIMEOUT, RUNTIME_ERROR, MISMATCH,
                      UNVERIFIABLE, OK)
+# Statuses that judge the candidate wrong: `correct` is False on every platform.
+FAILING = (COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, MISMATCH, HACK_DETECTED)
+# Statuses that say nothing about the candidate's correctness: `correct` is None.
+NO_JUDGEMENT = (UNVERIFIABLE, INFRA_ERROR)
 
 
 @dataclasses.dataclass
@@ -92,6 +97,9 @@ class Verdict:
     diagnostics: str = ""
     env: dict[str, Any] = dataclasses.field(default_factory=dict)
     timings: dict[str, float] = dataclasses.field(default_factory=dict)  # harness's own phases
+    candidate_sha256: str | None = None  # sha256 of the exact source judged (callers can check it)
+    cache_hit: bool = False              # True: reused from the verdict cache, not run again
+    cache_key: str | None = None         # the verdict-cache key (task, candidate, platform, config)
     schema_version: int = VERDICT_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -106,10 +114,39 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+        """A verdict from `to_dict()` output, of this or an earlier schema version (fields added
+        since take their defaults)."""
         d = dict(d)
         d["cases"] = [CaseResult(**c) for c in d.get("cases", [])]
         d["resources"] = [ArchResources(**r) for r in d.get("resources", [])]
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"verdict has unknown field(s) {unknown} (schema version {d.get('schema_version')}; "
+                             f"this amdkv reads up to {VERDICT_SCHEMA_VERSION}): upgrade amdkv")
         return cls(**d)
+
+    def enforce_invariants(self) -> "Verdict":
+        """Make `correct` and `compiled` agree with `status` (tested over every status):
+
+        - `ok`: correct True, compiled True;
+        - a failing status (compile_error, runtime_error, timeout, mismatch, hack_detected): correct
+          False on every platform (compile-only platforms included);
+        - `unverifiable`, `infra_error`: correct None (the candidate was not judged);
+        - compile_error: compiled False; `compiled` stays None only when no compile was attempted
+          (e.g. a static anti-hack rejection, a timeout before anything built, an infra_error).
+        `interpreter_verified` is True only for an `ok` that says so."""
+        if self.status == OK:
+            self.correct, self.compiled = True, True
+        elif self.status in FAILING:
+            self.correct = False
+        else:
+            self.correct = None
+        if self.status == COMPILE_ERROR:
+            self.compiled = False
+        if self.status != OK:
+            self.interpreter_verified = False
+        return self
 
 
 def worst_status(statuses: list[str]) -> str:

@@ -23,6 +23,8 @@ import time
 import traceback
 from typing import Any
 
+from amdkv.config import worker_settings
+
 
 READY_LINE = "READY\n"  # started up, waiting for the job
 DONE_LINE = "AMDKV-WORKER-DONE\n"  # after the report file is complete (see pool.Spare.run)
@@ -58,7 +60,7 @@ def _create_cuda_context(device: str) -> None:
     # The pool shows a GPU worker only its own GPU (platform.worker_gpu_env). Check that the
     # driver honoured it: a worker that saw every GPU would run on GPU 0 while holding another
     # GPU's timing lock. Failing here fails the spare's start-up, loudly, before any candidate.
-    expected = os.environ.get("AMDKV_WORKER_VISIBLE_GPUS")
+    expected = worker_settings().get("visible_gpus")
     if expected and torch.cuda.device_count() != int(expected):
         raise RuntimeError(f"this worker sees {torch.cuda.device_count()} GPU(s), expected {expected}: "
                            "the GPU visibility setting did not reach the GPU runtime")
@@ -90,17 +92,17 @@ def _prepare_device(device: str, parts: _StartupParts) -> None:
     if device.startswith("cuda"):
         parts.step("cuda_context", _create_cuda_context, device)
         parts.step("triton_driver", _load_triton_driver)
-        if os.environ.get("AMDKV_PREWARM_PROFILER", "1") != "0":
+        if worker_settings().get("prewarm_profiler", True):
             parts.step("profiler", _prewarm_profiler, device)
 
 
 def _apply_gpu_memory_cap(job: dict[str, Any], device: str) -> None:
-    """Per-candidate GPU memory cap (job setting, else AMDKV_GPU_MEM_FRACTION from the pool).
+    """Per-candidate GPU memory cap (job setting, else the pool's `gpu_mem_fraction` setting).
 
     Only candidate jobs are capped; torch's caching allocator then raises OutOfMemoryError past
     the cap, which the candidate job reports as runtime_error / oom.
     """
-    frac = job.get("gpu_mem_fraction") or os.environ.get("AMDKV_GPU_MEM_FRACTION")
+    frac = job.get("gpu_mem_fraction") or worker_settings().get("gpu_mem_fraction")
     if job.get("kind") != "candidate" or not frac or not device.startswith("cuda"):
         return
     import torch
@@ -142,12 +144,12 @@ class _ConnectionChannel:
 
 def serve(channel: Any, forked: bool = False) -> int:
     """Start up, say READY, run one job, write its report, say DONE, exit without teardown."""
-    device = os.environ.get("AMDKV_WORKER_DEVICE", "cpu")
+    device = worker_settings().get("device") or "cpu"
     t0 = time.monotonic()
     import torch  # noqa: F401  - the point of a spare is to have paid for these imports
 
     # a forked worker's thread count was fixed when the fork server imported torch: set its own
-    threads = os.environ.get("AMDKV_WORKER_THREADS") or (os.environ.get("OMP_NUM_THREADS") if forked else None)
+    threads = worker_settings().get("worker_threads") or (os.environ.get("OMP_NUM_THREADS") if forked else None)
     if threads:  # many workers share the host: each one's CPU-side copies need not use every core
         torch.set_num_threads(max(1, int(threads)))
     import triton  # noqa: F401

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from amdkv.config import worker_settings
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 
 TRACE_LIMIT = 4000
@@ -239,6 +240,9 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 
     counter = LaunchCounter(on_launch=on_launch)
     counter.install()
+    if job.get("trusted_code"):  # a program: the task's own code follows the candidate's (verify/program.py)
+        TorchOpRecorder.trusted_region = (str(os.path.realpath(job["candidate_path"])),
+                                          int(job["trusted_code"]["from_line"]))
     if job.get("hip_prebuilt") is not None:  # HIP: the parent built the extensions (backends/hip_run.py)
         from amdkv.verify.backends.hip_run import install_prebuilt
         install_prebuilt(job["hip_prebuilt"], counter)
@@ -265,8 +269,9 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     # The report and outputs files are the worker's word to the parent: the candidate, which runs
     # with the worker's temp dir as its cwd and writable, must not be able to write them first.
     protected = [job["report_path"], job["report_path"] + ".tmp", job["outputs_path"]]
-    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]] + ([os.environ["AMDKV_TIMING_LOCK"]] if os.environ.get("AMDKV_TIMING_LOCK") else []), refused_quietly=pyc,
-                            protected=protected)
+    timing_lock = worker_settings().get("timing_lock")
+    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]] + ([timing_lock] if timing_lock else []),
+                            refused_quietly=pyc, protected=protected)
     guard.install()
     if not job.get("interpreter"):
         counter.guard = guard

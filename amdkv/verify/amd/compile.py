@@ -33,7 +33,7 @@ def _distinct_kernels(captures: list[dict]) -> list[str]:
 
 def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dict],
                            archs: Sequence[str] = ("gfx942",), timeout: float = 120,
-                           max_address_space_bytes: int | None = 16 << 30) -> list[ArchResources]:
+                           max_address_space_bytes: int | None = 16 << 30, start: str = "auto") -> list[ArchResources]:
     """One `ArchResources` per distinct captured launch x arch."""
     archs = list(archs)
     if not captures:
@@ -46,7 +46,7 @@ def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dic
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "triton-cache")  # private: the candidate runs here
         env = with_package_on_path(env)
         res = run_python_module(WORKER_MODULE, [str(job), str(out)], timeout=timeout, env=env,
-                                cwd=tmp, max_address_space_bytes=max_address_space_bytes)
+                                cwd=tmp, max_address_space_bytes=max_address_space_bytes, start=start)
         if res.timed_out:
             why = f"AMD compile timed out after {timeout:.0f} s"
         elif res.returncode == 3:

@@ -27,7 +27,7 @@ CAPTURE_WORKER = "amdkv.verify.backends.hip_capture_worker"
 
 
 def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.PathLike | None = None,
-                        timeout: float = 120) -> dict:
+                        timeout: float = 120, start: str = "auto") -> dict:
     """Run the candidate in a sandboxed process with `load_inline`/`load` patched; return its captures.
 
     Returns {"captures": [...], "import_error": str|None, "init_error": str|None,
@@ -41,7 +41,7 @@ def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.P
         env = with_package_on_path(os.environ)
         env["TORCH_EXTENSIONS_DIR"] = str(Path(tmp) / "torch_ext")
         res = run_python_module(CAPTURE_WORKER, args, timeout=timeout, env=env, cwd=tmp,
-                                max_address_space_bytes=16 << 30)
+                                max_address_space_bytes=16 << 30, start=start)
         if res.returncode == 0 and out.is_file():
             data = json.loads(out.read_text())
             data["worker_error"] = None
@@ -101,13 +101,13 @@ def _verdict(status: str, reason: str | None, archs: Sequence[str], **kw) -> dic
 
 def verify_hip_compile_only(task_path: str | os.PathLike | None, candidate_path: str | os.PathLike,
                             archs: Sequence[str] = ("gfx942",), *, capture_timeout: float = 120,
-                            compiler=None) -> dict:
+                            compiler=None, start: str = "auto") -> dict:
     """Verdict fields for a HIP candidate judged by compiling it for `archs` (first arch decides)."""
     from amdkv.toolchain.errors import ToolchainError
 
     archs = list(archs)
     t0 = time.monotonic()
-    cap = capture_hip_sources(candidate_path, task_path, timeout=capture_timeout)
+    cap = capture_hip_sources(candidate_path, task_path, timeout=capture_timeout, start=start)
     timings = {"capture_s": round(time.monotonic() - t0, 3)}
     notes = []
     if cap.get("worker_error"):

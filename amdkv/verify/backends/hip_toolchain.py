@@ -32,9 +32,11 @@ COMPAT_INCLUDE = Path(__file__).resolve().parent / "hip_compat" / "include"
 
 
 def build_cache_dir() -> Path:
-    """`$AMDKV_CACHE_DIR/hipbuild` (default ~/.cache/amdkv/hipbuild)."""
-    root = os.environ.get("AMDKV_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "amdkv")
-    return Path(root) / "hipbuild"
+    """`<cache_dir>/hipbuild` of the environment's VerifierConfig (default ~/.cache/amdkv/hipbuild);
+    callers holding a config pass `config.cache_path / "hipbuild"` instead."""
+    from amdkv.config import VerifierConfig
+
+    return VerifierConfig.from_env().cache_path / "hipbuild"
 
 
 @functools.lru_cache(maxsize=1)
