@@ -258,7 +258,15 @@ class _Checker(ast.NodeVisitor):
         return self.language == "hip" and full in HIP_BUILD_API
 
     def _extra_allowed(self, mod: str) -> bool:
-        return any(mod == e or mod.startswith(e + ".") for e in self.extra_imports)
+        """A task's extra import allows itself and what lies below it, but reopens a refused module
+        only when it names that module or something inside it: `torch.testing` from a benchmark's
+        kernel file allows `torch.testing`, while `triton` (which every kernel file imports) must
+        not allow `triton._C` or `triton.runtime.interpreter`."""
+        def under(name: str, root: str) -> bool:
+            return name == root or name.startswith(root + ".")
+
+        denied = [d for d in DENIED_IMPORTS if under(mod, d)]
+        return any(under(mod, e) and all(under(e, d) for d in denied) for e in self.extra_imports)
 
     def _check_module(self, mod: str, node: ast.AST) -> None:
         if self._hip_build_api(mod) or self._extra_allowed(mod) or not _refused_module(mod):
