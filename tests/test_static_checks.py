@@ -121,3 +121,25 @@ def test_interpreter_internals_are_refused(body: str) -> None:
 ])
 def test_own_names_that_collide_with_interpreter_globals_are_fine(body: str) -> None:
     assert codes(body) == set()
+
+
+@pytest.mark.parametrize("body", [
+    # `return` in `finally` discards an exception in flight, like `except: pass`
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n            k[(1,)](x, BLOCK=1)\n"
+    "        finally:\n            return x\n",
+    # ... and so does `break`/`continue` leaving a loop from inside `finally`
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        for _ in range(1):\n            try:\n"
+    "                k[(1,)](x, BLOCK=1)\n            finally:\n                break\n        return x\n",
+    # contextlib.suppress of a broad exception is a try/except in disguise
+    "import contextlib\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    "        with contextlib.suppress(Exception):\n            k[(1,)](x, BLOCK=1)\n        return x\n",
+])
+def test_other_ways_of_swallowing_kernel_failures_are_refused(body: str) -> None:
+    assert "swallowing_try_except" in codes(body)
+
+
+def test_finally_that_cleans_up_and_narrow_suppress_are_fine() -> None:
+    body = ("import contextlib\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n"
+            "            k[(1,)](x, BLOCK=1)\n        finally:\n            for _ in range(2):\n                continue\n"
+            "        with contextlib.suppress(KeyError):\n            {}['a']\n        return x\n")
+    assert "swallowing_try_except" not in codes(body)

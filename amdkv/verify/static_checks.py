@@ -417,6 +417,12 @@ class _Checker(ast.NodeVisitor):
                     self.add("swallowing_try_except", h, "a try/except inside a function catches "
                              f"`{ast.unparse(h.type) if h.type else 'everything'}` without re-raising: "
                              "kernel failures must surface, not fall back")
+            exit_stmt = _flow_exit_in(node.finalbody)
+            if exit_stmt is not None:
+                # `return`/`break`/`continue` in `finally` discards whatever exception is in flight,
+                # exactly like a bare `except: pass` (Python 3.14 warns about it for that reason)
+                self.add("swallowing_try_except", exit_stmt, f"`{ast.unparse(exit_stmt).split()[0]}` inside "
+                         "`finally` discards any exception in flight: kernel failures must surface")
         self.generic_visit(node)
 
     visit_TryStar = visit_Try
@@ -431,6 +437,18 @@ class _Checker(ast.NodeVisitor):
     @staticmethod
     def _reraises(h: ast.ExceptHandler) -> bool:
         return bool(h.body) and isinstance(h.body[-1], ast.Raise)
+
+    def visit_With(self, node: ast.With) -> None:
+        if self.func_depth:
+            for item in node.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and (_dotted(call.func) or "").split(".")[-1] == "suppress" \
+                        and any((_dotted(a) or "").split(".")[-1] not in NARROW_EXCEPTIONS for a in call.args):
+                    self.add("swallowing_try_except", node, f"`{ast.unparse(call)}` inside a function swallows "
+                             "broad exceptions: kernel failures must surface, not fall back")
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
 
     # expressions --------------------------------------------------------------------------
     _inner_attribute = False
@@ -631,3 +649,31 @@ def mentions(source: str, words: tuple[str, ...]) -> list[str]:
         elif isinstance(node, ast.alias) and node.name.split(".")[-1] in words:
             seen.add(node.name.split(".")[-1])
     return sorted(seen)
+
+
+def _flow_exit_in(body: list[ast.stmt]) -> ast.stmt | None:
+    """The first `return`, `break` or `continue` of a `finally` body that leaves it (statements of
+    nested functions and classes, and loops' own break/continue, do not)."""
+    def walk(stmts: list[ast.stmt], in_loop: bool) -> ast.stmt | None:
+        for st in stmts:
+            if isinstance(st, ast.Return) or (isinstance(st, (ast.Break, ast.Continue)) and not in_loop):
+                return st
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            loop = isinstance(st, (ast.For, ast.AsyncFor, ast.While))
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(st, field, None)
+                if not inner:
+                    continue
+                if field == "handlers":
+                    inner = [s for h in inner for s in h.body]
+                found = walk(inner, in_loop or (loop and field == "body"))
+                if found is not None:
+                    return found
+            if isinstance(st, ast.Match):
+                for case in st.cases:
+                    found = walk(case.body, in_loop)
+                    if found is not None:
+                        return found
+        return None
+    return walk(body, False)
