@@ -183,7 +183,9 @@ def _classify_exception(exc: BaseException, in_kernel: bool) -> tuple[str, str]:
     """(status, reason) for an exception escaping the candidate's code."""
     name = type(exc).__name__
     mod = type(exc).__module__ or ""
-    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower():
+    text = str(exc).lower()
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in text \
+            or "cannot allocate memory" in text or "can't allocate memory" in text:  # host: the memory cap
         return "runtime_error", "oom"
     if isinstance(exc, PermissionError) and "amdkv sandbox" in str(exc):
         return "hack_detected", "sandbox_violation"
