@@ -14,13 +14,18 @@ of the parent's.
 Protocol (AF_UNIX SOCK_SEQPACKET, so each message is one datagram, fds ride along):
   server -> parent  {"ready": true}                      once, after the preload imports
   parent -> server  {"id": N, "spec": {...}} + one fd    fork a worker; the fd is its channel
+  parent -> server  {"own": "/path"}                     remove this folder if the parent dies
   server -> parent  {"id": N, "pid": P} or {"id": N, "error": "..."}
   server -> parent  {"exit": P, "code": C}               a worker ended (C as Popen.returncode)
 The server never initialises a GPU and starts no threads (children of a threaded process can inherit
 held locks; importing torch itself starts one native helper thread, which no forked worker has
 tripped over in the GPU and CPU runs); it reaps children on SIGCHLD through a wake-up pipe. It exits when the parent closes
-its end. A forked child closes the server's sockets before anything else runs in it, so a candidate
-cannot ask the server for anything.
+its end; then it first kills the process group of every child still running and removes the folders
+of its children (spec "owned_dir") and those the parent handed it ("own"), so a killed parent (a
+SIGKILLed `amdkv eval`) leaves no worker and no temp folder behind. A forked child closes the
+server's sockets before anything else runs in it, so a candidate cannot ask the server for anything,
+enters the OS sandbox (os_sandbox.py) while it is still single-threaded, and dies with the server
+(PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -177,6 +182,7 @@ class _Children:
     def __init__(self) -> None:
         self.running: set[int] = set()
         self.owned: dict[int, str] = {}
+        self.extra: list[str] = []  # the parent's own folders (ForkServer.own)
 
     def started(self, pid: int, owned_dir: str | None) -> None:
         self.running.add(pid)
@@ -201,7 +207,7 @@ class _Children:
                 os.killpg(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
-        for folder in self.owned.values():
+        for folder in [*self.owned.values(), *self.extra]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -221,6 +227,9 @@ def _serve_loop(sock: socket.socket, ctrl_fd: int, wake_r: int, wake_w: int, chi
         if not msg:
             return 0  # the parent closed its end
         req = json.loads(msg)
+        if "own" in req:  # a folder of the parent's to remove if the parent dies (ForkServer.own)
+            children.extra.append(req["own"])
+            continue
         spec = req.get("spec") or {}
         want_fds = 1 if spec.get("kind") == "worker" else 0
         if len(fds) != want_fds or spec.get("kind") not in ("worker", "module"):
@@ -322,6 +331,12 @@ class ForkServer:
         if "error" in reply:
             raise InfrastructureError(f"the worker fork server refused: {reply['error']}")
         return int(reply["pid"])
+
+    def own(self, folder: str) -> None:
+        """Have the server remove `folder` when this process dies without removing it itself (a
+        SIGKILLed run): the verifier's scratch of candidate texts. Best effort."""
+        with contextlib.suppress(OSError), self._send_lock:
+            _send(self._sock, {"own": folder})
 
     def wait(self, pid: int, timeout: float | None) -> int | None:
         """The worker's exit code (negative: killed by that signal), or None at timeout."""

@@ -11,6 +11,7 @@ Order of work (cheap and decisive first):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -25,7 +26,7 @@ from typing import Any
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
-from amdkv.verify import os_sandbox, static_checks
+from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.compare import bitwise_equal, compare_case, compare_rule, to_device
@@ -124,6 +125,9 @@ class Verifier(LocalVerifier):
         self.reference_runs = 0  # reference workers this Verifier started (cache misses)
         spares = config.spares if config.spares is not None else config.jobs
         self.pool = SparePool(platform, config, size=spares)
+        if spares and fork_server.start_method(config.spare_start) == "fork":
+            with contextlib.suppress(InfrastructureError):  # no server: the spares run exec'd, nothing to own
+                fork_server.shared({"TRITON_INTERPRET": "1"} if platform.interpreter else {}).own(self._scratch)
         self._gpu_spec = spec_for_device_name(self.device_description) if platform.can_time else None
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
