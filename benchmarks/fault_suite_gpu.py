@@ -193,7 +193,7 @@ class Suite:
         if key not in self.verifiers:
             from amdkv.verify.verifier import Verifier
 
-            timeout = (15.0 if short else 90.0) if not self.gpu else (30.0 if short else 180.0)
+            timeout = (4.0 if short else 90.0) if not self.gpu else (20.0 if short else 180.0)
             self.verifiers[key] = Verifier(
                 self.device, jobs=1, spares=1, timeout=timeout, trials=1, verdict_cache=False,
                 compile_baseline=False, time_performance=False, sandbox=sandbox, sandbox_nproc=64,

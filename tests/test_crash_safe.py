@@ -29,9 +29,7 @@ LINES = [
     {"task_id": "l1_relu", "samples": [solution_path("l1_relu").read_text(), (DATA / "relu_syntax_error.py").read_text()]},
     {"task_id": "l1_layernorm", "samples": [(DATA / "layernorm_wrong_math.py").read_text(),
                                              solution_path("l1_layernorm").read_text()]},
-    {"task_id": "l1_gather", "samples": [(DATA / "gather_torch_fallback.py").read_text(),
-                                          solution_path("l1_gather").read_text()]},
-]
+]  # four samples, two tasks: pass, syntax error, wrong math (the cheapest mix that has each outcome)
 N_SAMPLES = sum(len(line["samples"]) for line in LINES)
 
 

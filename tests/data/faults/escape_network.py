@@ -35,32 +35,43 @@ def _relu(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
 
 
+def _attempt_network():
+    escaped = []
+    try:
+        from torch.distributed import TCPStore
+
+        store = TCPStore("127.0.0.1", TCP_PORT, is_master=False, timeout=datetime.timedelta(seconds=0.5),
+                         wait_for_workers=False)
+        store.set("escape", TOKEN)
+        escaped.append("torch TCPStore")
+    except Exception:
+        pass
+    if _libc_connect():
+        escaped.append("libc connect")
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.sendto(TOKEN, ("127.0.0.1", UDP_PORT))
+        sock.close()
+        escaped.append("udp sendto")
+    except OSError:
+        pass
+    try:
+        socket.getaddrinfo("amdkv-escape.invalid", 53)
+        escaped.append("dns")
+    except OSError:
+        pass
+    return escaped
+
+
+ATTEMPTED = []  # forward runs once per case and trial; one attempt of each way is enough
+
+
 class ModelNew(nn.Module):
     def forward(self, x):
         escaped = []
-        try:
-            from torch.distributed import TCPStore
-
-            store = TCPStore("127.0.0.1", TCP_PORT, is_master=False, timeout=datetime.timedelta(seconds=2),
-                             wait_for_workers=False)
-            store.set("escape", TOKEN)
-            escaped.append("torch TCPStore")
-        except Exception:
-            pass
-        if _libc_connect():
-            escaped.append("libc connect")
-        try:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            sock.sendto(TOKEN, ("127.0.0.1", UDP_PORT))
-            sock.close()
-            escaped.append("udp sendto")
-        except OSError:
-            pass
-        try:
-            socket.getaddrinfo("amdkv-escape.invalid", 53)
-            escaped.append("dns")
-        except OSError:
-            pass
+        if not ATTEMPTED:
+            ATTEMPTED.append(True)
+            escaped = _attempt_network()
         if escaped:
             raise RuntimeError(f"ESCAPED: network through {escaped}")
         out = torch.empty_like(x)
