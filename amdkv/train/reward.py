@@ -196,7 +196,9 @@ def verify_programs(verifier: Any, jobs: Sequence[tuple[Any, str]], language: st
             task, code = jobs[i]
             try:
                 futures[i] = verifier.submit(task, source=code, language=language)
-            except InfrastructureError as exc:  # bad input (BadInputError) is a bug here: let it raise
+            except BadInputError:  # a task or program the verifier cannot take is a bug here, not a verdict
+                raise
+            except Exception as exc:  # noqa: BLE001 - closed, unreachable...: the harness's failure
                 futures[i] = exc
         for i, fut in futures.items():
             verdicts[i] = _result(fut, jobs[i][0], timeout_s)

@@ -209,11 +209,12 @@ def load_rl_tasks(args: AmdkvRLArguments) -> list[Any]:
 # ------------------------------------------------------------------------------------------ trainer
 def build_grpo_trainer(grpo_args: Any, model_args: Any, amdkv_args: AmdkvRLArguments, *, model: Any = None,
                        tokenizer: Any = None, tasks: Sequence[Any] | None = None, verifier: Any = None,
-                       audit_verifier: Any = None, callbacks: Sequence[Any] = (), record: bool = False
-                       ) -> AmdkvGRPOTrainer:
+                       audit_verifier: Any = None, callbacks: Sequence[Any] = (), record: bool = False,
+                       rollout_func: Any = None) -> AmdkvGRPOTrainer:
     """A GRPO trainer for a parsed config. `model`/`tokenizer`, `tasks` and the verifiers override
     the config's (tests and benchmarks pass their own). `trainer.amdkv_reward` is the
-    VerdictReward (its `history` is kept when `record`)."""
+    VerdictReward (its `history` is kept when `record`). `rollout_func`: a single-turn generation
+    of one's own (another backend, planted completions in tests), scored by the VerdictReward."""
     check_precision(grpo_args)
     if model is None:
         model, tokenizer = load_model(model_args, grpo_args, amdkv_args.tiny_model)
@@ -241,10 +242,13 @@ def build_grpo_trainer(grpo_args: Any, model_args: Any, amdkv_args: AmdkvRLArgum
         shuffle_within_groups=amdkv_args.shuffle_rewards and amdkv_args.max_turns == 1, seed=grpo_args.seed,
         record=record)
     times = StepTimes()
-    rollout = None
+    rollout = rollout_func
     reward_funcs: list[Any] = [reward]
     extra_rngs: list[random.Random] = []
     if amdkv_args.max_turns > 1:
+        if rollout_func is not None:
+            raise BadInputError("a custom rollout_func and max_turns > 1 both generate",
+                                hint="use max_turns: 1 with rollout_func")
         rollout = MultiTurnRollout(reward, dataset, prompt_config, max_turns=amdkv_args.max_turns,
                                    gamma=amdkv_args.gamma, continue_after_correct=amdkv_args.continue_after_correct,
                                    times=times)
