@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from amdkv.errors import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_INFRA, EXIT_OK, AmdkvError
+from amdkv.serve.protocol import TOKEN_ENV
 
 
 class _Group(click.Group):
@@ -220,14 +221,21 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
               help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--compare", nargs=2, type=click.Path(), default=None, metavar="A B",
               help="compare two runs (folders or metrics.json) instead of evaluating")
+@click.option("--verifier-url", default=None, metavar="URL",
+              help="verify on an `amdkv serve` service (its device, jobs, trials and timeout apply)")
+@click.option("--verifier-token", envvar=TOKEN_ENV, show_envvar=True, default=None,
+              help="the service's bearer token")
 @click.option("--json", "as_json", is_flag=True, help="print metrics.json (or the comparison) as JSON")
-def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str, p_text: str,
-             device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
-             allow_partial: bool, verdict_cache: bool | None, compare: tuple[str, str] | None, as_json: bool) -> None:
+@click.pass_context
+def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str,
+             p_text: str, device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
+             allow_partial: bool, verdict_cache: bool | None, compare: tuple[str, str] | None,
+             verifier_url: str | None, verifier_token: str | None, as_json: bool) -> None:
     """Verify a samples file against SUITE and write metrics.json, report.md and report.html to --out.
 
     \b
     amdkv eval SUITE --samples FILE.jsonl --out DIR [--k 1,3] [--p 1.0] [--device cpu] [--jobs N]
+    amdkv eval SUITE --samples FILE.jsonl --out DIR --verifier-url http://HOST:8765
     amdkv eval --compare RUN_A RUN_B [--json]
     """
     from amdkv import evaluation
@@ -244,11 +252,16 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
         sys.exit(EXIT_OK)
     if not suite or not samples_file or not out_dir:
         raise click.UsageError("amdkv eval needs SUITE, --samples FILE.jsonl and --out DIR (or --compare A B)")
+    local_only = [f"--{n}" for n in ("device", "jobs", "trials", "timeout")
+                  if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    if verifier_url and local_only:
+        raise click.UsageError(f"{', '.join(local_only)} set the local verifier; with --verifier-url the service's "
+                               "own settings apply (see its /v1/health): drop them, or start the service with them")
     settings = evaluation.EvalSettings(
         suite=suite, samples=samples_file, out=out_dir, ks=evaluation.parse_int_list(k_text, "--k"),
         ps=evaluation.parse_float_list(p_text, "--p"), device=device, jobs=jobs, trials=trials, timeout=timeout,
-        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed,
-        config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
+        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed, verifier_url=verifier_url,
+        verifier_token=verifier_token, config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
     outcome = evaluation.run_eval(settings, progress=not as_json)
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
@@ -260,12 +273,20 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
 
 
 def _register_optional_groups() -> None:
-    """Stage groups that live in their own packages (loaded only if present)."""
+    """Stage groups that live in their own packages (loaded only if present). Their modules import
+    click only: FastAPI and friends load when the command runs, never for `amdkv --help`."""
     try:
         from amdkv.toolchain.cli import toolchain_group
     except ImportError:
-        return
-    main.add_command(toolchain_group)
+        pass
+    else:
+        main.add_command(toolchain_group)
+    try:
+        from amdkv.serve.cli import serve_command
+    except ImportError:
+        pass
+    else:
+        main.add_command(serve_command)
 
 
 _register_optional_groups()

@@ -111,6 +111,14 @@ class VerifierConfig:
     def replace(self, **changes: Any) -> "VerifierConfig":
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "VerifierConfig":
+        """The inverse of `to_dict()` (e.g. a config an `amdkv serve` service reports); keys this
+        version does not know are ignored, so an older client can read a newer server's config."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        return cls(**values)
+
     # ------------------------------------------------------------------------- views
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}

@@ -247,6 +247,8 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
         _write_if_changed(j.path, j.source)
     if todo:
         _verify_jobs(todo, done, store, settings, source, total=len(jobs), progress=progress)
+    elif source._remote is not None:
+        source._remote.close()  # a fully resumed run: the service client was never used
 
     # 4. score and report
     # run/turn come from the samples file as it is now (a reused verdict may have been recorded
