@@ -12,23 +12,15 @@ import pytest
 
 from amdkv.errors import InfrastructureError
 from amdkv.prompts import extract_code
-from amdkv.tasks.builtin import solution_path
 from amdkv.tasks.suites import load_suite
 from amdkv.train.reward import (COUNTED_STATUSES, InfraErrorGuard, RewardAudit, RewardWeights, VerdictReward, score,
                                 shuffle_within_groups, speed_term)
+from planted_rollout import GOOD, UNJUDGEABLE, WRONG, reply
 
 W = RewardWeights()
-GOOD = solution_path("l1_relu", "triton").read_text()
-WRONG = GOOD.replace("tl.maximum(x, 0.0)", "x")                     # mismatch: no ReLU at all
-UNJUDGEABLE = GOOD.replace("import triton.language as tl",           # libdevice: the interpreter cannot judge
-                           "import triton.language as tl\nfrom triton.language.extra import libdevice")
 # Right for the first calls, zeros afterwards: passes 1 seeded trial, fails 3 (the audit's catch).
 FLAKY = GOOD.replace("        super().__init__()\n", "        super().__init__()\n        self.calls = 0\n").replace(
     "        return out\n", "        self.calls += 1\n        if self.calls > 2:\n            out.zero_()\n        return out\n")
-
-
-def reply(code: str) -> str:
-    return f"<think>\nWrite it.\n</think>\n\n```python\n{code}```\n"
 
 
 @pytest.fixture(scope="module")

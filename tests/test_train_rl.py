@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_tiny import fresh_tiny_model, tiny_model, tiny_tokenizer  # noqa: F401
-from test_train_reward import GOOD, UNJUDGEABLE, WRONG, reply
+from planted_rollout import GOOD, UNJUDGEABLE, WRONG, PlantedRollout, reply
 
 pytest.importorskip("trl", reason="GRPO needs TRL (pip install 'amdkv[train]')")
 REPO = Path(__file__).resolve().parent.parent
@@ -41,23 +41,6 @@ def verifier():
 
     with Verifier("cpu", trials=1, jobs=2) as v:
         yield v
-
-
-class PlantedRollout:
-    """Single-turn generation that returns fixed replies, in order within each group (TRL's public
-    `rollout_func` hook): the replies a model could write, so the reward and the advantages they
-    get are known."""
-
-    def __init__(self, replies: list[str]) -> None:
-        self.replies = replies
-
-    def __call__(self, prompts, trainer):
-        tok = trainer.processing_class
-        prompt_ids = [tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True, return_dict=True)
-                      ["input_ids"] for p in prompts]
-        completion_ids = [tok(self.replies[i % len(self.replies)] + tok.eos_token, add_special_tokens=False)
-                          ["input_ids"] for i in range(len(prompts))]
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
 
 
 def test_grpo_rewards_from_the_verifier(tmp_path, tasks, verifier, fresh_tiny_model, tiny_tokenizer):

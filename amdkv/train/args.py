@@ -125,6 +125,7 @@ class AmdkvRLArguments(PromptArguments):
     continue_after_correct: bool = False
     gamma: float = 0.6
     shuffle_rewards: bool = False
+    reward_log: bool = False           # every reward call as a JSON line: output_dir/amdkv_rewards.rank<N>.jsonl
     tiny_model: str | None = None
 
     def __post_init__(self) -> None:

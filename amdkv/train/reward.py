@@ -230,7 +230,8 @@ class VerdictReward:
     `BaseVerifier` (RemoteVerifier for `amdkv serve`, a local Verifier on one GPU or a CPU).
     `shuffle_within_groups`: the control run of the learning experiment, whose rewards are
     permuted among the completions of each prompt (same rewards, no relation to the completions).
-    `audit`: a RewardAudit re-verifies the best completions every N steps.
+    `audit`: a RewardAudit re-verifies the best completions every N steps. `record` keeps every
+    call's task ids, statuses and rewards in `history`; `log_path` appends them as JSON lines.
 
     Logged through TRL's `log_metric` per call: `amdkv/reward/<part>` (means over scored
     completions), `amdkv/status/<status>` (global counts, all ranks), `amdkv/unscorable_frac`,
@@ -242,7 +243,7 @@ class VerdictReward:
                  weights: RewardWeights | None = None, target_platform: str | None = "rocm",
                  guard: InfraErrorGuard | None = None, infra_retries: int = 1, verify_timeout_s: float | None = None,
                  audit: "Any | None" = None, shuffle_within_groups: bool = False, seed: int = 0,
-                 record: bool = False) -> None:
+                 record: bool = False, log_path: str | Path | None = None) -> None:
         self.verifier = verifier
         self.tasks = dict(tasks)
         self.language = language
@@ -256,6 +257,7 @@ class VerdictReward:
         self._rng = random.Random(seed + 7919 * process_index())
         self.last_verify_s = 0.0
         self.history: list[dict[str, Any]] | None = [] if record else None
+        self.log_path = Path(log_path) if log_path else None
 
     def task(self, task_id: str) -> Any:
         try:
@@ -304,10 +306,19 @@ class VerdictReward:
             rewards = shuffle_within_groups(rewards, prompt_key or task_id, self._rng)
         if log_extra is not None:
             log_extra("status", [s.status for s in scores])
-        if self.history is not None:
-            self.history.append({"step": step, "task_ids": list(task_id), "statuses": [s.status for s in scores],
-                                 "rewards": rewards})
+        self._record({"step": step, "time": time.time(), "task_ids": list(task_id),
+                      "statuses": [s.status for s in scores], "rewards": rewards})
         return rewards
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        """Keep what was rewarded (`history` in memory, `log_path` as JSON lines): data order,
+        statuses and rewards per call, and when its verdicts came back."""
+        if self.history is not None:
+            self.history.append(entry)
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
 
 
 def reward_metrics(scores: Sequence[Score], global_counts: Mapping[str, int], verify_s: float) -> dict[str, float]:

@@ -240,7 +240,8 @@ def build_grpo_trainer(grpo_args: Any, model_args: Any, amdkv_args: AmdkvRLArgum
         guard=InfraErrorGuard(max_rate=infra.max_rate, allowance=infra.allowance, max_step_rate=infra.max_step_rate),
         infra_retries=infra.retries, verify_timeout_s=amdkv_args.verifier.timeout_s, audit=audit,
         shuffle_within_groups=amdkv_args.shuffle_rewards and amdkv_args.max_turns == 1, seed=grpo_args.seed,
-        record=record)
+        record=record, log_path=Path(grpo_args.output_dir) / f"amdkv_rewards.rank{process_index()}.jsonl"
+        if amdkv_args.reward_log else None)
     times = StepTimes()
     rollout = rollout_func
     reward_funcs: list[Any] = [reward]
@@ -289,13 +290,15 @@ def close(trainer: AmdkvGRPOTrainer) -> None:
         verifier.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, **build: Any) -> int:
+    """`train_rl.py`: read the config, train, save; an AmdkvError (an infra stop included) is
+    printed with its rank and becomes the exit code. `build`: extra build_grpo_trainer arguments."""
     from trl import GRPOConfig
 
     trainer = None
     try:
         grpo_args, model_args, amdkv_args = parse_config(GRPOConfig, AmdkvRLArguments, argv)
-        trainer = build_grpo_trainer(grpo_args, model_args, amdkv_args)
+        trainer = build_grpo_trainer(grpo_args, model_args, amdkv_args, **build)
         run(trainer, grpo_args)
     except AmdkvError as exc:
         print(f"error (rank {process_index()}): {exc}", file=sys.stderr, flush=True)
