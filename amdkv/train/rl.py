@@ -212,7 +212,7 @@ def build_grpo_trainer(grpo_args: Any, model_args: Any, amdkv_args: AmdkvRLArgum
                        audit_verifier: Any = None, callbacks: Sequence[Any] = (), record: bool = False,
                        rollout_func: Any = None) -> AmdkvGRPOTrainer:
     """A GRPO trainer for a parsed config. `model`/`tokenizer`, `tasks` and the verifiers override
-    the config's (tests and benchmarks pass their own). `trainer.amdkv_reward` is the
+    the config's (tests and benchmarks pass their own; `audit_verifier=False`: no audit). `trainer.amdkv_reward` is the
     VerdictReward (its `history` is kept when `record`). `rollout_func`: a single-turn generation
     of one's own (another backend, planted completions in tests), scored by the VerdictReward."""
     check_precision(grpo_args)
@@ -232,7 +232,7 @@ def build_grpo_trainer(grpo_args: Any, model_args: Any, amdkv_args: AmdkvRLArgum
         audit_verifier = open_audit_verifier(amdkv_args)
     audit = RewardAudit(audit_verifier, every_steps=amdkv_args.audit.every_steps, top_k=amdkv_args.audit.top_k,
                         out_dir=Path(grpo_args.output_dir) / "amdkv_audit", language=amdkv_args.language,
-                        timeout_s=amdkv_args.verifier.timeout_s) if audit_verifier is not None else None
+                        timeout_s=amdkv_args.verifier.timeout_s) if audit_verifier else None
     infra = amdkv_args.infra
     reward = VerdictReward(
         verifier, {t.id: t for t in tasks}, language=amdkv_args.language, weights=amdkv_args.reward,
@@ -264,7 +264,7 @@ def build_grpo_trainer(grpo_args: Any, model_args: Any, amdkv_args: AmdkvRLArgum
     trainer.amdkv_times = times
     trainer.amdkv_reward = reward
     trainer.amdkv_state = keeper
-    trainer.amdkv_verifiers = [v for v in (verifier, audit_verifier) if v is not None]
+    trainer.amdkv_verifiers = [v for v in (verifier, audit_verifier) if v]
     timer.trainer = trainer
     return trainer
 
