@@ -1,12 +1,12 @@
 """The model and tokenizer a training config names, shared by SFT and RL.
 
-- `amdkv.tiny_model: unit|smoke`: a random tiny Qwen3 and its tokenizer built in-process
-  (amdkv.train.tiny_model; CI and the GPU learning experiment, no download), seeded with the
-  run's seed so every rank builds the same weights;
-- otherwise `model_name_or_path` (trl.ModelConfig): the tokenizer is loaded here (left padding, as
+- `model_name_or_path` (trl.ModelConfig), when set: the tokenizer is loaded here (left padding, as
   GRPO needs) and the model is handed to the TRL trainer as its id, with `dtype`,
   `attn_implementation` and `revision` as `model_init_kwargs`, so TRL loads it itself (under
-  DeepSpeed ZeRO-3 the weights are then partitioned while loading, never whole on one GPU).
+  DeepSpeed ZeRO-3 the weights are then partitioned while loading, never whole on one GPU);
+- otherwise `amdkv.tiny_model: unit|smoke`: a random tiny Qwen3 and its tokenizer built in-process
+  (amdkv.train.tiny_model; CI and smoke runs, no download), seeded with the run's seed so every
+  rank builds the same weights (a saved one, e.g. an SFT result, is a `model_name_or_path`).
 LoRA: `use_peft: true` and the `lora_*` fields of trl.ModelConfig, through `trl.get_peft_config`.
 """
 
@@ -29,7 +29,7 @@ def check_precision(trl_args: Any) -> None:
 
 def load_model(model_args: Any, trl_args: Any, tiny_model: str | None) -> tuple[Any, Any]:
     """(model or model id, tokenizer) for a TRL trainer (see the module docstring)."""
-    if tiny_model:
+    if tiny_model and not model_args.model_name_or_path:
         from amdkv.train.tiny_model import PRESETS, build_model, build_tokenizer
 
         if tiny_model not in PRESETS:
