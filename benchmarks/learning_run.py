@@ -61,12 +61,12 @@ class Plan:
     sft_batch: int = 32
     sft_lr: float = 2e-3
     rl_max_steps: int = 60
-    rl_prompts_per_step: int = 8
+    rl_prompts_per_step: int = 4
     rl_generations: int = 8
-    rl_lr: float = 3e-5
+    rl_lr: float = 1e-4
     rl_temperature: float = 0.9
-    rl_eval_every: int = 10
-    audit_every: int = 10
+    rl_eval_every: int = 5
+    audit_every: int = 5
     max_new_tokens: int | None = None    # None: the longest train solution + 64 tokens
     verifier_jobs: int = 3
     eval_batch: int = 64
@@ -190,8 +190,6 @@ def run_sft(plan: Plan, work: Path, seed: int) -> dict[str, Any]:
         out["sft_loss"] = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         trainer.save_model(str(work / f"sft_seed{seed}"))
         out["after_sft"] = pass_at_1(trainer.model, tok, heldout, verifier, **evals).to_dict()
-        out["after_sft_train_sample"] = pass_at_1(trainer.model, tok, train[:len(heldout)], verifier,
-                                                  **evals).to_dict()
     return out
 
 
@@ -348,7 +346,6 @@ def summarise(plan: Plan, setup: dict[str, Any], sft: dict[int, dict], rl: dict[
         row: dict[str, Any] = {"seed": s, "params": res.get("params"), "error": res.get("error"),
                                "before_sft": (res.get("before_sft") or {}).get("pass_at_1"),
                                "after_sft": (res.get("after_sft") or {}).get("pass_at_1"),
-                               "after_sft_train_sample": (res.get("after_sft_train_sample") or {}).get("pass_at_1"),
                                "sft_steps": res.get("sft_steps"), "sft_seconds": res.get("sft_seconds"),
                                "sft_loss": res.get("sft_loss")}
         for control in (False, True):
