@@ -248,7 +248,8 @@ def run_rl(plan: Plan, work: Path, seed: int, control: bool, deadline: float, na
     keep = ("reward", "reward_std", "frac_reward_zero_std", "amdkv/status/ok", "amdkv/status/no_program",
             "amdkv/status/mismatch", "amdkv/status/compile_error", "amdkv/status/runtime_error",
             "amdkv/status/unverifiable", "amdkv/status/infra_error", "amdkv/audit/fail_rate", "amdkv/audit/audited",
-            "timing/generation_s", "timing/reward_s", "timing/update_s", "timing/reward_frac", "completions/mean_length")
+            "timing/generation_s", "timing/reward_s", "timing/update_s", "timing/reward_frac",
+            "completions/mean_length")
     steps = [{"step": h.get("step"), **{k: h[k] for k in keep if k in h}} for h in trainer.state.log_history
              if "reward" in h]
     return {"rl_steps": trainer.state.global_step, "rl_seconds": seconds,
@@ -431,14 +432,14 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"{row['seed']:>4} {(row['params'] or 0) / 1e6:>7.1f}M {fmt(row['before_sft']):>10} "
               f"{fmt(row['after_sft']):>9} {fmt(row['rl']['final']):>8} {fmt(row['rl']['best']):>7} "
               f"{fmt(row['control']['final']):>7} {row['rl']['steps'] or 0:>8} {row['control']['steps'] or 0:>9}")
-        for key in ("error",):
-            if row.get(key) or row["rl"].get("error") or row["control"].get("error"):
-                print(f"     errors: {str(row.get('error') or row['rl'].get('error') or row['control'].get('error'))[:300]}")
+        error = row.get("error") or row["rl"].get("error") or row["control"].get("error")
+        if error:
+            print(f"     errors: {str(error)[:300]}")
     s = result["summary"]
-    print(f"mean: before SFT {fmt(s.get('before_sft'))}, after SFT {fmt(s.get('after_sft'))}, RL {fmt(s.get('rl_final'))}, "
-          f"control {fmt(s.get('control_final'))}; RL - SFT {fmt(s.get('rl_minus_sft'))}, "
-          f"RL - control {fmt(s.get('rl_minus_control'))}; reward share of an RL step "
-          f"{fmt(s.get('rl_reward_frac_mean'))}")
+    print(f"mean: before SFT {fmt(s.get('before_sft'))}, after SFT {fmt(s.get('after_sft'))}, "
+          f"RL {fmt(s.get('rl_final'))}, control {fmt(s.get('control_final'))}; "
+          f"RL - SFT {fmt(s.get('rl_minus_sft'))}, RL - control {fmt(s.get('rl_minus_control'))}; "
+          f"reward share of an RL step {fmt(s.get('rl_reward_frac_mean'))}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ from planted_rollout import GOOD, UNJUDGEABLE, WRONG, reply
 W = RewardWeights()
 # Right for the first calls, zeros afterwards: passes 1 seeded trial, fails 3 (the audit's catch).
 FLAKY = GOOD.replace("        super().__init__()\n", "        super().__init__()\n        self.calls = 0\n").replace(
-    "        return out\n", "        self.calls += 1\n        if self.calls > 2:\n            out.zero_()\n        return out\n")
+    "        return out\n",
+    "        self.calls += 1\n        if self.calls > 2:\n            out.zero_()\n        return out\n")
 
 
 @pytest.fixture(scope="module")

@@ -121,9 +121,9 @@ def test_resume_continues_at_the_same_step_and_data_order(tmp_path, tasks, verif
         grpo, model_args, amdkv = parsed(tmp_path, "--output_dir", str(tmp_path / out), "--max_steps", "4",
                                          "--max_completion_length", "6", "--num_generations", "2",
                                          "--save_strategy", "steps", "--save_steps", "2", *extra)
-        trainer = build_grpo_trainer(grpo, model_args, amdkv, model=build_model(tiny_tokenizer), tokenizer=tiny_tokenizer,
-                                     tasks=pool, verifier=verifier, audit_verifier=False, record=True,
-                                     callbacks=callbacks)
+        trainer = build_grpo_trainer(grpo, model_args, amdkv, model=build_model(tiny_tokenizer),
+                                     tokenizer=tiny_tokenizer, tasks=pool, verifier=verifier, audit_verifier=False,
+                                     record=True, callbacks=callbacks)
         return trainer, grpo
 
     straight, args = trainer_for("straight")

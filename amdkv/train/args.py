@@ -215,8 +215,8 @@ def split_overrides(argv: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
 def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in top.items():
-        out[k] = _merge(out.get(k) or {}, v) if isinstance(v, Mapping) and isinstance(out.get(k), (Mapping, type(None))) \
-            else v
+        nested = isinstance(v, Mapping) and isinstance(out.get(k), (Mapping, type(None)))
+        out[k] = _merge(out.get(k) or {}, v) if nested else v
     return out
 
 

@@ -58,4 +58,6 @@ def _device():
     except Exception:  # noqa: BLE001 - accelerate absent or not set up: the backend decides
         import torch.distributed as dist
 
-        return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+        if dist.get_backend() == "nccl":
+            return torch.device("cuda", torch.cuda.current_device())
+        return torch.device("cpu")

@@ -24,7 +24,8 @@ def check_precision(trl_args: Any) -> None:
     if (getattr(trl_args, "bf16", False) or getattr(trl_args, "fp16", False)) and \
             (getattr(trl_args, "use_cpu", False) or not torch.cuda.is_available()):
         raise BadInputError("bf16/fp16 training needs a GPU, and this run is on the CPU",
-                            hint="set bf16: false (and use_cpu: true) in CPU configs, e.g. training_configs/*_tiny_cpu.yaml")
+                            hint="set bf16: false (and use_cpu: true) in CPU configs, "
+                                 "e.g. training_configs/*_tiny_cpu.yaml")
 
 
 def load_model(model_args: Any, trl_args: Any, tiny_model: str | None) -> tuple[Any, Any]:

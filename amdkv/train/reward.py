@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from amdkv.errors import BadInputError, InfrastructureError
 from amdkv.prompts.extract import Extraction, extract_code
@@ -290,8 +290,9 @@ class VerdictReward:
         scores, extractions, verdicts = self.score_texts(texts, task_ids)
         counts = self.guard.update(Counter(s.status for s in scores))  # raises on every rank together
         if self.audit is not None:
-            _log_all(log_metric, self.audit.maybe_run(step, [
-                (self.task(tid), ex.code, s.reward, v) for tid, ex, s, v in zip(task_ids, extractions, scores, verdicts)]))
+            items = [(self.task(tid), ex.code, s.reward, v)
+                     for tid, ex, s, v in zip(task_ids, extractions, scores, verdicts)]
+            _log_all(log_metric, self.audit.maybe_run(step, items))
         _log_all(log_metric, reward_metrics(scores, counts, self.last_verify_s))
         return scores, extractions, verdicts
 

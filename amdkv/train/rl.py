@@ -164,9 +164,9 @@ def open_reward_verifier(args: VerifierArguments, *, url: str | None = None, tri
     from amdkv.verify.scheduler import open_verifier
 
     platform = detect_platform(args.device)
+    timed = args.time_performance if time_performance is None else time_performance
     settings: dict[str, Any] = {"device": platform.name if args.device == "auto" else args.device, "jobs": args.jobs,
-                                "time_performance": args.time_performance if time_performance is None else time_performance,
-                                "archs": tuple(args.archs)}
+                                "time_performance": timed, "archs": tuple(args.archs)}
     if trials or args.trials:
         settings["trials"] = trials or args.trials
     if platform.name != "cpu":
