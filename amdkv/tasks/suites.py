@@ -1,4 +1,5 @@
-"""Resolve suite specs (`builtin:all`, `builtin:rocm`, `builtin:train`, a folder, a file) to tasks.
+"""Resolve suite specs (`builtin:all`, `builtin:rocm`, `builtin:train`, `procedural:train?n=5000`,
+a folder, a file) to tasks.
 
 `builtin:<name>` is a bundled suite folder; `builtin:train` / `builtin:eval` are the bundled
 split (DESIGN.md section 4: eval tasks are never trained on). Filters narrow a listing.
@@ -43,6 +44,10 @@ def _assign_splits(tasks: list[Task]) -> None:
 
 def load_suite(spec: str) -> list[Task]:
     """Tasks named by `spec`; raises BadInputError listing what is available."""
+    if spec.startswith("procedural:"):  # procedural:<split>[?n=..&seed=..] (docs/procedural_tasks.md)
+        from amdkv.tasks.procedural import load_procedural
+
+        return load_procedural(spec)
     if spec.startswith("builtin:"):
         name = spec.split(":", 1)[1]
         if name in ("all", ""):
@@ -61,8 +66,8 @@ def load_suite(spec: str) -> list[Task]:
         return load_task_dir(path)
     if path.is_file():
         return [load_task(path)]
-    raise BadInputError(f"{spec!r} is neither a builtin suite nor a task file or folder",
-                        hint="pass builtin:all, a folder of task files, or one task file")
+    raise BadInputError(f"{spec!r} is neither a builtin or procedural suite nor a task file or folder",
+                        hint="pass builtin:all, procedural:train?n=1000, a folder of task files, or one task file")
 
 
 def filter_tasks(tasks: Iterable[Task], *, suite: str | None = None, split: str | None = None,
