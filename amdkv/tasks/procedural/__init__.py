@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from amdkv.tasks.procedural.materialise import generator_version, materialise, suite_root
+from amdkv.tasks.procedural.materialise import generator_version, suite_root, write_split
 from amdkv.tasks.procedural.spec import ProceduralSpec, parse
 
-__all__ = ["ProceduralSpec", "generator_version", "load_procedural", "materialise", "parse", "suite_paths",
-           "suite_root"]
+__all__ = ["ProceduralSpec", "generator_version", "load_procedural", "parse", "suite_paths", "suite_root",
+           "write_split"]
 
 
 def suite_paths(spec: str | ProceduralSpec) -> list[Path]:
@@ -22,7 +22,7 @@ def suite_paths(spec: str | ProceduralSpec) -> list[Path]:
     ps = parse(spec) if isinstance(spec, str) else spec
     paths: list[Path] = []
     for split, n in ps.counts().items():
-        paths += materialise(ps.seed, split, n)
+        paths += write_split(ps.seed, split, n)
     return paths
 
 

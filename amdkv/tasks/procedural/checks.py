@@ -210,16 +210,33 @@ def check_tasks(task_paths: Iterable[str | os.PathLike[str]], *, jobs: int = 2, 
     return [r for i in range(len(chunks)) for r in results[i]]
 
 
-def stratified_sample(tasks: list[Task], per_stratum: int = 1, by: str = "template") -> list[Task]:
-    """The first `per_stratum` tasks (in suite order) of every (template or core) x dtype stratum."""
+def _strata(tasks: list[Task], by: str, with_split: bool = False) -> dict[tuple[str, ...], list[Task]]:
+    """Tasks grouped by (template or core) x dtype (x split), each group in suite order."""
     if by not in ("template", "core"):
         raise ValueError(f"stratify by 'template' or 'core', not {by!r}")
-    groups: dict[tuple[str, str], list[Task]] = collections.defaultdict(list)
+    groups: dict[tuple[str, ...], list[Task]] = collections.defaultdict(list)
     for t in tasks:
         what = t.metadata.get("template", "") if by == "template" else \
             t.metadata.get("composition", "").split(" | ")[1].split("+")[0]
-        groups[(what, (t.dtypes or ("",))[0])].append(t)
-    return [t for key in sorted(groups) for t in groups[key][:per_stratum]]
+        groups[(what, (t.dtypes or ("",))[0]) + ((t.split or "",) if with_split else ())].append(t)
+    return dict(sorted(groups.items()))
+
+
+def stratified_sample(tasks: list[Task], per_stratum: int = 1, by: str = "template") -> list[Task]:
+    """The first `per_stratum` tasks (in suite order) of every (template or core) x dtype stratum."""
+    return [t for group in _strata(tasks, by).values() for t in group[:per_stratum]]
+
+
+def balanced_sample(tasks: list[Task], n: int, by: str = "core") -> list[Task]:
+    """`n` tasks taken round-robin over the (core or template) x dtype x split strata, each in suite
+    order: every stratum is represented (held-out ones too), and none crowds out the others."""
+    groups = [list(g) for g in _strata(tasks, by, with_split=True).values()]
+    out: list[Task] = []
+    while len(out) < n and any(groups):
+        for g in groups:
+            if g and len(out) < n:
+                out.append(g.pop(0))
+    return out
 
 
 def verify_sample(tasks: list[Task], *, device: str = "cpu", jobs: int = 2, language: str = "triton",

@@ -101,7 +101,7 @@ def _manifest_count(root: Path, split: str) -> int:
         return 0
 
 
-def materialise(seed: int, split: str, n: int, root: Path | None = None) -> list[Path]:
+def write_split(seed: int, split: str, n: int, root: Path | None = None) -> list[Path]:
     """The first `n` task files of the split (written if not already on disk), in index order."""
     root = root or suite_root(seed)
     paths = []
