@@ -31,19 +31,12 @@ def get_init_inputs():
     return [[], {'scale': 2.0}]
 '''
 
-# The same module, reformatted with other comments: an exact duplicate once normalised.
-SCALED_SILU_COPY = HEADER + '''# copied from another repository
-class ScaledSiLU(nn.Module):
-    def __init__(self,   scale=1.0):
-        super().__init__()
-        self.scale = scale  # the scale
-    def forward(self, x):
-        return self.scale * x * torch.sigmoid(x)
-def get_inputs():
-    return [torch.rand([4, 4, 4, 4])]
-def get_init_inputs():
-    return [[], {'scale': 2.0}]
-'''
+# The same module without its docstring and blank lines, with other comments: an exact duplicate
+# once comments, docstrings and whitespace are set aside.
+SCALED_SILU_COPY = "# copied from another repository\n" + (
+    SCALED_SILU.replace('    """x * sigmoid(x), times a scale."""\n', "").replace("\n\n\n", "\n").replace("\n\n", "\n")
+    .replace("self.scale = scale", "self.scale = scale  # the scale"))
+assert SCALED_SILU_COPY != SCALED_SILU
 
 ROW_NORMALIZE = HEADER + '''class RowNormalize(nn.Module):
     def __init__(self):
@@ -139,6 +132,23 @@ def get_init_inputs():
 '''
 
 
+KEYWORD_ONLY = HEADER + '''class KeywordOnly(nn.Module):
+    def __init__(self, *, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def get_inputs():
+    return [torch.randn([4, 16])]
+
+
+def get_init_inputs():
+    return [[], {'scale': 3.0}]
+'''
+
 KERNELBENCH_STYLE = HEADER + '''class Model(nn.Module):
     def __init__(self, dim):
         super().__init__()
@@ -183,6 +193,7 @@ CASES: list[tuple[str, str, Any, str]] = [
     ("Spinner", _module("Spinner", "        return x", extra="while True:\n    pass\n\n\n"), ["MIT"], "timeout"),
     ("Missing", _module("Missing", "        return x", extra="import amdkv_no_such_module\n\n\n"), ["MIT"],
      "import_error"),
+    ("KeywordOnly", KEYWORD_ONLY, ["MIT"], "load_error"),
     ("Model", KERNELBENCH_STYLE, ["Apache-2.0"], "kept"),
     ("TanhGelu", GOOD_GELU, ["BSD-2-Clause"], "kept"),
 ]

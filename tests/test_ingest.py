@@ -97,7 +97,7 @@ def test_rich_table_and_refusal_to_overwrite(ingested, sample_jsonl, tmp_path):
 def test_parquet_and_saved_dataset_give_the_same_tasks(sample_jsonl, tmp_path):
     import datasets
 
-    rows = [r for i, r in enumerate(ingest_sample.rows()) if i in (0, 3, 6, 21)]
+    rows = [r for i, r in enumerate(ingest_sample.rows()) if i in (0, 3, 6, 22)]
     ds = datasets.Dataset.from_list(rows)
     ds.to_parquet(str(tmp_path / "part.parquet"))
     datasets.DatasetDict({"train": ds}).save_to_disk(str(tmp_path / "saved"))

@@ -58,7 +58,10 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - whatever the row's code raises is the finding
         from amdkv.errors import TaskFormatError
 
-        reason = "task_format" if isinstance(exc, TaskFormatError) else "import_error"
+        # import_error: the module imports something missing; load_error: its module-level code,
+        # get_init_inputs() or get_cases() raised while the task was loaded
+        reason = "task_format" if isinstance(exc, TaskFormatError) else \
+            "import_error" if isinstance(exc, ImportError) else "load_error"
         report.update(reason=reason, message=f"{type(exc).__name__}: {exc}"[:1500])
     finally:
         guard.enabled = False

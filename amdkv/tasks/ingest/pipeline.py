@@ -4,7 +4,7 @@ Order (cheap and decisive first; every dropped row gets one reason):
  1. licence: every licence the row names is on the allow-list (`no_licence`, `licence_not_allowed`);
  2. static, on the AST (`syntax_error`, `empty_code`, `missing_entry_point`, `missing_function`);
  3. exact duplicates of an earlier row, ignoring comments/docstrings/whitespace (`exact_duplicate`);
- 4. the checks of amdkv.tasks.checks in a sandboxed process per row (`import_error`,
+ 4. the checks of amdkv.tasks.checks in a sandboxed process per row (`import_error`, `load_error`,
     `task_format`, `reference_error`, `nondeterministic`, `constant_output`, `all_zero_output`,
     `non_finite_output`, `no_tensor_output`, `sandbox_violation`, `timeout`, `crashed`);
  5. near duplicates of an earlier kept row, MinHash LSH (`near_duplicate`): after the checks, so
