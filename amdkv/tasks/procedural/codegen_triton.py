@@ -7,9 +7,9 @@ flat block (elementwise), on a block of one row (row cores, in every pass over t
 tile of the matmul's A operand, and the same epilogue runs on whatever the core produced.
 
 - elementwise: flat 1-D blocks over `x`; row/column operands are indexed by `offs % N` / `offs // N`;
-- rowwise: one program per ROWS rows (several short rows per program, 1 or 2 long ones), loops of
-  [ROWS, BLOCK<=1024] tiles over them (1 pass for reductions, 2 for rmsnorm, 3 for
-  softmax/log_softmax/layernorm: max, sum, write / mean, variance, write);
+- rowwise: one program per ROWS = 4096 // BLOCK rows (at most 16: several short rows per program,
+  up to 4 long ones), loops of [ROWS, BLOCK<=1024] tiles over them (1 pass for reductions, 2 for
+  rmsnorm, 3 for softmax/log_softmax/layernorm: max, sum, write / mean, deviations, write);
 - matmul: 2-D output tiles, a K loop whose A tiles go through the prologue (re-masked, since the
   prologue of a masked-out zero need not be zero), fp32 accumulation (`input_precision="ieee"` for
   fp32 inputs: TF32 would not meet the tolerance of an fp32 task), bias and epilogue on the tile.
