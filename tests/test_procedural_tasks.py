@@ -209,6 +209,18 @@ def test_fast_checks_catch_broken_solutions_and_degenerate_references(suite_task
     assert (results["zeros"].stage, results["zeros"].reason) == ("reference", "all_zero_output")
 
 
+def test_tasks_check_command(tmp_path):
+    out = tmp_path / "check.json"
+    res = CliRunner().invoke(main, ["tasks", "check", "procedural:train?n=4", "--verify-sample", "0", "--json",
+                                    "--out", str(out)])
+    assert res.exit_code == 0, res.output[-2000:]
+    summary = json.loads(res.stdout)
+    assert summary["fast"]["checked"] == summary["fast"]["ok"] == 4 and "verifier" not in summary
+    assert len(json.loads(out.read_text())["results"]) == 4
+    res = CliRunner().invoke(main, ["tasks", "check", "builtin:all"])
+    assert res.exit_code == 2 and "procedural" in res.output
+
+
 def test_demo_runs_a_procedural_suite():
     res = CliRunner().invoke(main, ["demo", "--device", "cpu", "--from", "procedural:train?n=2", "--json"])
     assert res.exit_code == 0, res.output[-2000:]
