@@ -104,8 +104,12 @@ def _manifest_count(root: Path, split: str) -> int:
 def write_split(seed: int, split: str, n: int, root: Path | None = None) -> list[Path]:
     """The first `n` task files of the split (written if not already on disk), in index order."""
     root = root or suite_root(seed)
-    paths = []
     have = _manifest_count(root, split)
+    if have >= n:  # ids depend only on (seed, split, index): no need to draw the tasks again
+        paths = [root / "tasks" / split / f"{sampler.task_id(seed, split, i)}.py" for i in range(n)]
+        if all(p.is_file() for p in paths):
+            return paths
+    paths = []
     for spec in sampler.iter_tasks(seed, split, n):
         path = root / "tasks" / split / f"{spec.task_id}.py"
         paths.append(path)

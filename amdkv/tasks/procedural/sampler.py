@@ -78,7 +78,12 @@ class TaskSpec:
 
     @property
     def task_id(self) -> str:
-        return f"proc_s{self.seed}_{self.split}_{self.index:05d}"
+        return task_id(self.seed, self.split, self.index)
+
+
+def task_id(seed: int, split: str, index: int) -> str:
+    """`proc_s0_train_00042`: a function of the position only, so paths are known without drawing."""
+    return f"proc_s{seed}_{split}_{index:05d}"
 
 
 def _draw_step(rng: random.Random) -> Step:
