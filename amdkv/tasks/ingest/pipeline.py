@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -197,14 +198,15 @@ def ingest(settings: IngestSettings, *, progress: Callable[[int, int], None] | N
         to_check.append((row, task_id, path))
 
     # 4: sandboxed checks, `jobs` rows at a time (each its own process)
-    done = 0
+    done = [0]
+    lock = threading.Lock()
 
     def check(item: tuple[SourceRow, str, Path]) -> dict[str, Any]:
-        nonlocal done
         res = sandboxed_check(item[2], settings.trials, settings.timeout)
-        done += 1
-        if progress:
-            progress(done, len(to_check))
+        with lock:
+            done[0] += 1
+            if progress:
+                progress(done[0], len(to_check))
         return res
 
     with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
