@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import ingest_sample
-from amdkv.cli import main
-from amdkv.tasks.ingest import dedup, licences
-from amdkv.tasks.suites import load_suite
+pytest.importorskip("datasets", reason="ingestion reads tables with `datasets` (the `data` extra)")
+pytest.importorskip("datasketch", reason="near duplicates need `datasketch` (the `data` extra)")
+
+import ingest_sample  # noqa: E402
+from amdkv.cli import main  # noqa: E402
+from amdkv.tasks.ingest import dedup, licences  # noqa: E402
+from amdkv.tasks.suites import load_suite  # noqa: E402
 
 TIMEOUT = "8"  # the sample's looping row must time out; every other row takes well under a second
 
