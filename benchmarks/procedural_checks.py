@@ -4,8 +4,8 @@ docs/procedural_tasks.md).
     python benchmarks/procedural_checks.py --n 5000 --out bench_out [--jobs 2] [--trials 1] [--per-stratum 1]
 
 `--n` tasks in all, as `procedural:all?n=<train>` (train + train // 10 held out; 5,000 = 4,546 + 454).
-Steps, each timed: generate + write the files into a fresh cache folder; load them as Tasks; the
-fast path on every task; the verifier (every check, platform cpu) on `--per-stratum` tasks of each
+Steps, each timed: generate + write the files into a fresh cache folder; the fast path on every
+task (its workers load each task file); the verifier (every check, platform cpu) on `--per-stratum` tasks of each
 core x dtype. Writes OUT/procedural_checks.json (every result) and OUT/procedural_checks.md, and
 prints the table last. The machine's load average is recorded: the dev machine is shared, and
 numbers measured while others run are slower than the machine can do.
@@ -38,7 +38,8 @@ def main() -> int:
 
     # a fresh cache: generation is measured from nothing (references of the verifier sample too)
     os.environ["AMDKV_CACHE_DIR"] = tempfile.mkdtemp(prefix="amdkv-proc-bench-")
-    from amdkv.tasks.procedural import checks, generator_version, load_procedural, suite_paths
+    from amdkv.tasks.loader import load_task
+    from amdkv.tasks.procedural import checks, generator_version, suite_paths, suite_specs, task_file
 
     load0 = os.getloadavg()
     t_all = time.monotonic()
@@ -46,13 +47,11 @@ def main() -> int:
     paths = suite_paths(spec)
     gen_s = time.monotonic() - t0
     t0 = time.monotonic()
-    tasks = load_procedural(spec)
-    load_s = time.monotonic() - t0
-    t0 = time.monotonic()
     fast = checks.check_tasks(paths, jobs=args.jobs, trials=args.trials)
     fast_s = time.monotonic() - t0
     t0 = time.monotonic()
-    sample = checks.stratified_sample(tasks, args.per_stratum, by="core")
+    picked = checks.stratified_sample(suite_specs(spec), args.per_stratum, by="core")  # drawn, not loaded
+    sample = [load_task(task_file(s), suite="procedural") for s in picked]
     verified = checks.verify_sample(sample, device="cpu", jobs=args.jobs) if sample else []
     verify_s = time.monotonic() - t0
     total_s = time.monotonic() - t_all
@@ -62,7 +61,7 @@ def main() -> int:
     result = {
         "spec": spec, "tasks": len(paths), "generator_version": generator_version(), "jobs": args.jobs,
         "fast_trials": args.trials, "cpu_count": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1,
-        "seconds": {"generate_and_write": round(gen_s, 1), "load_tasks": round(load_s, 1),
+        "seconds": {"generate_and_write": round(gen_s, 1),
                     "fast_checks": round(fast_s, 1), "verifier_sample": round(verify_s, 1), "total": round(total_s, 1)},
         "fast_cpu_seconds_per_task": round(sum(r.cpu_seconds for r in fast) / max(1, len(fast)), 4),
         "verifier_sample_size": len(verified), "summary": summary,

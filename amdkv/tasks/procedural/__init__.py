@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from amdkv.tasks.procedural.materialise import generator_version, suite_root, write_split
+from amdkv.tasks.procedural.materialise import generator_version, suite_root, task_file, write_split
+from amdkv.tasks.procedural.sampler import TaskSpec, iter_tasks
 from amdkv.tasks.procedural.spec import ProceduralSpec, parse
 
-__all__ = ["ProceduralSpec", "generator_version", "load_procedural", "parse", "suite_paths", "suite_root",
-           "write_split"]
+__all__ = ["ProceduralSpec", "TaskSpec", "generator_version", "load_procedural", "parse", "suite_paths",
+           "suite_root", "suite_specs", "task_file", "write_split"]
 
 
 def suite_paths(spec: str | ProceduralSpec) -> list[Path]:
@@ -24,6 +25,13 @@ def suite_paths(spec: str | ProceduralSpec) -> list[Path]:
     for split, n in ps.counts().items():
         paths += write_split(ps.seed, split, n)
     return paths
+
+
+def suite_specs(spec: str | ProceduralSpec) -> list[TaskSpec]:
+    """What determines each task of a spec (composition, dtype, cases), drawn without touching files:
+    for choosing samples without loading thousands of task files."""
+    ps = parse(spec) if isinstance(spec, str) else spec
+    return [t for split, n in ps.counts().items() for t in iter_tasks(ps.seed, split, n)]
 
 
 def load_procedural(spec: str) -> list:

@@ -216,28 +216,37 @@ def check_tasks(task_paths: Iterable[str | os.PathLike[str]], *, jobs: int = 2, 
     return [r for i in range(len(chunks)) for r in results[i]]
 
 
-def _strata(tasks: list[Task], by: str, with_split: bool = False) -> dict[tuple[str, ...], list[Task]]:
-    """Tasks grouped by (template or core) x dtype (x split), each group in suite order."""
+def _stratum(item: Any, by: str, with_split: bool) -> tuple[str, ...]:
+    """(template or core, dtype[, split]) of a Task or of a sampler.TaskSpec (no need to load it)."""
+    if isinstance(item, Task):
+        template, dtype, split = item.metadata.get("template", ""), (item.dtypes or ("",))[0], item.split or ""
+        core = item.metadata.get("composition", " | ").split(" | ")[1].split("+")[0]
+    else:
+        template, core, dtype, split = item.composition.template, item.composition.core, item.dtype, item.split
+    return ((template if by == "template" else core), dtype) + ((split,) if with_split else ())
+
+
+def _strata(items: list[Any], by: str, with_split: bool = False) -> dict[tuple[str, ...], list[Any]]:
+    """Tasks (or TaskSpecs) grouped by (template or core) x dtype (x split), each group in suite order."""
     if by not in ("template", "core"):
         raise ValueError(f"stratify by 'template' or 'core', not {by!r}")
-    groups: dict[tuple[str, ...], list[Task]] = collections.defaultdict(list)
-    for t in tasks:
-        what = t.metadata.get("template", "") if by == "template" else \
-            t.metadata.get("composition", "").split(" | ")[1].split("+")[0]
-        groups[(what, (t.dtypes or ("",))[0]) + ((t.split or "",) if with_split else ())].append(t)
+    groups: dict[tuple[str, ...], list[Any]] = collections.defaultdict(list)
+    for item in items:
+        groups[_stratum(item, by, with_split)].append(item)
     return dict(sorted(groups.items()))
 
 
-def stratified_sample(tasks: list[Task], per_stratum: int = 1, by: str = "template") -> list[Task]:
-    """The first `per_stratum` tasks (in suite order) of every (template or core) x dtype stratum."""
+def stratified_sample(tasks: list[Any], per_stratum: int = 1, by: str = "template") -> list[Any]:
+    """The first `per_stratum` tasks (Tasks or TaskSpecs, in suite order) of every (template or
+    core) x dtype stratum."""
     return [t for group in _strata(tasks, by).values() for t in group[:per_stratum]]
 
 
-def balanced_sample(tasks: list[Task], n: int, by: str = "core") -> list[Task]:
+def balanced_sample(tasks: list[Any], n: int, by: str = "core") -> list[Any]:
     """`n` tasks taken round-robin over the (core or template) x dtype x split strata, each in suite
     order: every stratum is represented (held-out ones too), and none crowds out the others."""
     groups = [list(g) for g in _strata(tasks, by, with_split=True).values()]
-    out: list[Task] = []
+    out: list[Any] = []
     while len(out) < n and any(groups):
         for g in groups:
             if g and len(out) < n:
@@ -300,7 +309,8 @@ def check_suite(spec: str, *, jobs: int = 2, trials: int = 1, per_stratum: int =
 
     from tqdm import tqdm
 
-    from amdkv.tasks.procedural import load_procedural, suite_paths
+    from amdkv.tasks.loader import load_task
+    from amdkv.tasks.procedural import suite_paths, suite_specs, task_file
 
     paths = suite_paths(spec)
     t0 = time.monotonic()
@@ -309,7 +319,8 @@ def check_suite(spec: str, *, jobs: int = 2, trials: int = 1, per_stratum: int =
     fast_s = time.monotonic() - t0
     t0 = time.monotonic()
     if per_stratum:
-        sample = stratified_sample(load_procedural(spec), per_stratum)
+        picked = stratified_sample(suite_specs(spec), per_stratum)  # drawn, not loaded: only the sample is
+        sample = [load_task(task_file(s), suite="procedural") for s in picked]
         with tqdm(total=len(sample), desc="verifier sample", unit="task", disable=not progress, file=sys.stderr) as bar:
             results += verify_sample(sample, device=device, jobs=jobs, on_result=lambda r: bar.update(1))
     return SuiteCheck(spec, results, fast_s, time.monotonic() - t0, trials, jobs)

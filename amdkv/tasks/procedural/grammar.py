@@ -19,6 +19,7 @@ described identically on every machine, and without importing torch.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 UNARY_OPS = ("abs", "neg", "square")
 BINARY_OPS = ("add", "sub", "mul", "maximum", "minimum")
@@ -154,13 +155,14 @@ class ValueState:
     """Coarse description of the values at one point of a composition (inputs: standard normal).
 
     In the prologue `mean` and `spread` follow the values' mean and standard deviation (in units of
-    the input's), `nonneg`/`nonpos` whether they are known to be >= 0 / <= 0; the sign is derived
-    from them: a shift of a quarter of the spread decides the sign of row sums and means."""
+    the input's, treating them as roughly normal), `nonneg`/`nonpos` whether they are known to be
+    >= 0 / <= 0; the sign of elementwise values is derived from them."""
 
     sign: str = MIXED
     size: str = UNIT
     bound: str | None = None      # BELOW / ABOVE: bounded on that side by a value rows share
     row_operand: bool = False     # a row operand (the same for every row) went into the values
+    shared_shift: bool = False    # ... and shifts every row's sum/mean by the same amount
     mean: float = 0.0
     spread: float = 1.0
     nonneg: bool = False
@@ -184,6 +186,20 @@ class ValueState:
         return self.replace(sign=sign)
 
 
+def _phi(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+
+def _Phi(z: float) -> float:
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2)))
+
+
+def _mean_max(m: float, sd: float, c: float) -> float:
+    """E[max(X, c)] for X ~ N(m, sd^2)."""
+    a = (c - m) / sd
+    return c * _Phi(a) + m * (1.0 - _Phi(a)) + sd * _phi(a)
+
+
 def _mirrored(v: ValueState) -> ValueState:
     """The state of -values."""
     return v.replace(mean=-v.mean, nonneg=v.nonpos, nonpos=v.nonneg, bound=_FLIP_BOUND[v.bound])
@@ -193,22 +209,33 @@ def after_step(v: ValueState, step: Step, scalar: float | None) -> ValueState | 
     """The state after one prologue step, or the reason the step makes the values (nearly) constant."""
     m, sd = v.mean, v.spread
     if step.op == "abs":
-        out = v.replace(mean=max(abs(m), 0.8 * sd), spread=0.6 * sd, nonneg=True, nonpos=False, bound=BELOW)
+        mean = sd * math.sqrt(2 / math.pi) * math.exp(-m * m / (2 * sd * sd)) + m * (1 - 2 * _Phi(-m / sd))
+        out = v.replace(mean=mean, spread=math.sqrt(max(m * m + sd * sd - mean * mean, 1e-6)), nonneg=True,
+                        nonpos=False, bound=BELOW)
     elif step.op == "square":
-        out = v.replace(mean=m * m + sd * sd, spread=sd * (sd + 2 * abs(m)) * 1.4, nonneg=True, nonpos=False,
-                        bound=BELOW)
+        out = v.replace(mean=m * m + sd * sd, spread=math.sqrt(2 * sd ** 4 + 4 * m * m * sd * sd), nonneg=True,
+                        nonpos=False, bound=BELOW)
     elif step.op == "neg":
         out = _mirrored(v)
     elif step.operand != "scalar":  # a standard-normal tensor operand
-        v = v.replace(row_operand=v.row_operand or step.operand == "row")
+        row = step.operand == "row"
+        # a row operand added, or compared, or multiplying values with a non-zero mean, moves every
+        # row's sum by the same amount (its own sum over the columns)
+        shifts = row and (step.op != "mul" or abs(m) > 0.25 * sd)
+        v = v.replace(row_operand=v.row_operand or row, shared_shift=v.shared_shift or shifts)
+        if step.op == "minimum" and step.operand == "col" and v.nonneg:
+            return "minimum of non-negative values with a column operand is that operand on whole rows"
+        if step.op == "maximum" and step.operand == "col" and v.nonpos:
+            return "maximum of non-positive values with a column operand is that operand on whole rows"
+        both = math.sqrt(sd * sd + 1.0)
         if step.op in ("add", "sub"):
-            out = v.replace(spread=(sd * sd + 1.0) ** 0.5, nonneg=False, nonpos=False, bound=None)
+            out = v.replace(spread=both, nonneg=False, nonpos=False, bound=None)
         elif step.op == "mul":
-            out = v.replace(mean=0.0, spread=(m * m + sd * sd) ** 0.5, nonneg=False, nonpos=False, bound=None)
-        elif step.op == "maximum":  # E max(X, Y) of two standard normals is 0.56
-            out = v.replace(mean=max(m, 0.0) + 0.56, nonpos=False, bound=BELOW)
+            out = v.replace(mean=0.0, spread=math.sqrt(m * m + sd * sd), nonneg=False, nonpos=False, bound=None)
+        elif step.op == "maximum":  # E max(X, Y) = m Phi(m/s) + s phi(m/s), s the sd of X - Y
+            out = v.replace(mean=m * _Phi(m / both) + both * _phi(m / both), nonpos=False, bound=BELOW)
         else:
-            out = v.replace(mean=min(m, 0.0) - 0.56, nonneg=False, bound=ABOVE)
+            out = v.replace(mean=m * _Phi(-m / both) - both * _phi(m / both), nonneg=False, bound=ABOVE)
     else:
         assert scalar is not None
         c = scalar
@@ -221,11 +248,13 @@ def after_step(v: ValueState, step: Step, scalar: float | None) -> ValueState | 
         elif step.op == "maximum":  # max(t, c) is c wherever t < c
             if (v.nonpos and c >= 0) or m + sd < c:
                 return "maximum with a scalar above (nearly) all the values is that scalar"
-            out = v.replace(mean=max(m, c), nonneg=v.nonneg or c >= 0, nonpos=False, bound=BELOW)
-        else:                       # min(t, c) is c wherever t > c
+            out = v.replace(mean=_mean_max(m, sd, c), spread=0.8 * sd, nonneg=v.nonneg or c >= 0, nonpos=False,
+                            bound=BELOW)
+        else:                       # min(t, c) is c wherever t > c; min(t, c) = t + c - max(t, c)
             if (v.nonneg and c <= 0) or m - sd > c:
                 return "minimum with a scalar below (nearly) all the values is that scalar"
-            out = v.replace(mean=min(m, c), nonpos=v.nonpos or c <= 0, nonneg=False, bound=ABOVE)
+            out = v.replace(mean=m + c - _mean_max(m, sd, c), spread=0.8 * sd, nonpos=v.nonpos or c <= 0,
+                            nonneg=False, bound=ABOVE)
     return out.settled()
 
 
@@ -233,17 +262,30 @@ def after_core(v: ValueState, core: str) -> ValueState | str:
     """The state of the core's output, or the reason it is (nearly) constant."""
     if core == "none":
         return v
-    if core in ("sum", "mean"):    # law of large numbers: a row sum has the sign most values have
-        sign = {MOSTLY_POS: POS, MOSTLY_NEG: NEG}.get(v.sign, v.sign)
-        size = LARGE if core == "sum" else (SMALL if v.sign == MIXED else v.size)
-        return ValueState(sign=sign, size=size)
+    if core in ("sum", "mean"):
+        # a row of 37-8192 values: the sum has the sign of their mean unless that mean is within
+        # about a twentieth of their spread of zero
+        if v.nonneg or v.mean > 0.05 * v.spread:
+            sign = POS
+        elif v.nonpos or v.mean < -0.05 * v.spread:
+            sign = NEG
+        else:
+            sign = MIXED
+        size = LARGE if core == "sum" else (SMALL if sign == MIXED else v.size)
+        return ValueState(sign=sign, size=size, shared_shift=v.shared_shift)
     if core in ("amax", "amin"):
         if v.row_operand:
             return f"{core} over columns of values with a row operand is dominated by that operand's extreme"
         if (core == "amax" and v.bound == ABOVE) or (core == "amin" and v.bound == BELOW):
             return f"{core} of values bounded on that side is (nearly) the bound"
-        sign = {MIXED: MOSTLY_POS if core == "amax" else MOSTLY_NEG}.get(v.sign, v.sign)
+        # the extreme of 37-8192 values lies 2 to 4 spreads from their mean
+        near, far = (v.mean + 2 * v.spread, v.mean + 4 * v.spread) if core == "amax" else \
+            (v.mean - 2 * v.spread, v.mean - 4 * v.spread)
+        sign = POS if min(near, far) > 0 else NEG if max(near, far) < 0 else \
+            (MOSTLY_POS if core == "amax" else MOSTLY_NEG)
         return ValueState(sign=sign, size=MEDIUM)
+    if core == "softmax" and v.spread > 3.5:  # x**4 has a spread of ~10
+        return "softmax of values as heavy-tailed as x**4 is (nearly) one-hot"
     if core == "softmax":
         return ValueState(sign=POS, size=SMALL)
     if core == "log_softmax":
@@ -253,9 +295,14 @@ def after_core(v: ValueState, core: str) -> ValueState | str:
     return ValueState()  # layernorm centres each row; matmul/linear mix signs through a random weight
 
 
+SQUASHING_NEGATIVES = ("relu", "gelu", "silu", "softplus")
+
+
 def activation_degenerate(act: str, v: ValueState) -> bool:
     """True when `act` of such values is (nearly) constant, at fp16 precision."""
     neg = v.sign in NEGATIVE
+    if v.shared_shift and act in SQUASHING_NEGATIVES:
+        return True                                            # whole trials of zeros when the shift is < 0
     if act == "relu":
         return neg                                             # zeros
     if act == "gelu":
@@ -276,8 +323,8 @@ def after_activation(v: ValueState, act: str) -> ValueState:
     neg = v.sign in NEGATIVE
     if act == "relu":
         return v.replace(sign=POS)
-    if act == "sigmoid":
-        return ValueState(sign=POS, size=UNIT)
+    if act == "sigmoid":                                       # sigmoid(-7) = 1e-3
+        return ValueState(sign=POS, size=SMALL if neg and v.size in (MEDIUM, LARGE) else UNIT)
     if act in ("silu", "gelu"):
         return v.replace(size=SMALL) if neg else v
     if act == "softplus":

@@ -46,6 +46,11 @@ def suite_root(seed: int) -> Path:
     return Path(base) / "procedural" / generator_version() / f"seed{seed}"
 
 
+def task_file(spec: sampler.TaskSpec) -> Path:
+    """Where the task file of a drawn task lives (once its split is written)."""
+    return suite_root(spec.seed) / "tasks" / spec.split / f"{spec.task_id}.py"
+
+
 def task_metadata(spec: sampler.TaskSpec, lay: layout.Layout, has_hip: bool) -> dict[str, Any]:
     comp = spec.composition
     version = generator_version()

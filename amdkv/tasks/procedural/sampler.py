@@ -33,7 +33,7 @@ SCALAR_MAGNITUDES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 # the interpreter one or two programs, and give row reductions enough outputs to be judged.
 SMALL_ROWS = ((16,), (32,), (4, 8))
 SMALL_COLS = (64, 128)
-ODD_ROWS = ((3,), (5,), (7,), (3, 3))
+ODD_ROWS = ((5,), (7,), (9,), (3, 3))
 ODD_COLS = (37, 77, 203, 515, 1100, 1500)
 # Performance cases: sized so a kernel runs well past launch overhead on a GPU.
 PERF_ELEMENTWISE = (((4096,), 4096), ((8192,), 2048), ((16, 1024), 1024), ((2048,), 8192))
