@@ -111,7 +111,7 @@ def tasks_list(spec: str, suite: str | None, split: str | None, level: int | Non
 @click.argument("spec")
 @click.option("--jobs", default=2, show_default=True, type=click.IntRange(min=1), help="worker processes")
 @click.option("--trials", default=1, show_default=True, type=click.IntRange(min=1),
-              help="seeded trials per correctness case on the fast path (the verifier's seeds, first first)")
+              help="seeded trials per correctness case on the fast path (the verifier's seeds, from its first)")
 @click.option("--verify-sample", "per_stratum", default=1, show_default=True, type=click.IntRange(min=0),
               help="also run the verifier on this many tasks per template x dtype (0: none)")
 @click.option("--device", default="cpu", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]),
