@@ -91,7 +91,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     from amdkv.reports.jsonl import JsonlAppender
-    from amdkv.tasks.procedural import checks, generator_version, load_procedural
+    from amdkv.tasks.loader import load_task
+    from amdkv.tasks.procedural import checks, generator_version, suite_paths, suite_specs, task_file
     from amdkv.tasks.solutions import solution_for
     from amdkv.verify.platform import detect_platform
     from amdkv.verify.pool import default_gpu_mem_fraction
@@ -100,13 +101,15 @@ def main() -> int:
 
     t0 = time.monotonic()
     spec = f"procedural:all?n={args.suite_train}&seed={args.seed}"
-    tasks = load_procedural(spec)
-    sample = checks.balanced_sample(tasks, args.n)
-    hip_tasks = [t for t in checks.balanced_sample([t for t in tasks if solution_for(t, "hip")], args.hip)]
+    n_suite = len(suite_paths(spec))  # written (or found) in the cache
+    specs = suite_specs(spec)         # drawn again, so that only the sample is loaded
+    sample = [load_task(task_file(s), suite="procedural") for s in checks.balanced_sample(specs, args.n)]
+    hip_specs = checks.balanced_sample([s for s in specs if s.composition.template != "matmul"], args.hip)
+    hip_tasks = [load_task(task_file(s), suite="procedural") for s in hip_specs]
     pairs = [(t, str(solution_for(t, "triton")), "triton") for t in sample]
     pairs += [(t, str(solution_for(t, "hip")), "hip") for t in hip_tasks]
     prep_s = time.monotonic() - t0
-    print(f"[procedural_gpu] {len(tasks)} tasks of {spec} (generator {generator_version()}) in {prep_s:.1f} s; "
+    print(f"[procedural_gpu] {n_suite} tasks of {spec} (generator {generator_version()}) in {prep_s:.1f} s; "
           f"verifying {len(sample)} Triton + {len(hip_tasks)} HIP solutions", file=sys.stderr, flush=True)
 
     platform = detect_platform(args.device)
