@@ -86,6 +86,7 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=200.0, help="stop starting candidates after this")
     ap.add_argument("--hip", type=int, default=0, help="also verify this many HIP solutions (slow builds)")
     ap.add_argument("--no-timing", action="store_true", help="correctness cases only (no performance case)")
+    ap.add_argument("--trials", type=int, default=3, help="seeded trials per correctness case (verifier default 3)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -136,7 +137,7 @@ def main() -> int:
             sink.append(dict(verdict.to_dict(), procedural=row))
 
     def factory(i: int) -> Any:
-        return Verifier(args.device, device_index=i, spares=args.jobs, compile_baseline=False,
+        return Verifier(args.device, device_index=i, spares=args.jobs, compile_baseline=False, trials=args.trials,
                         time_performance=not args.no_timing, gpu_mem_fraction=default_gpu_mem_fraction(args.jobs))
 
     t_start = time.monotonic()
@@ -148,7 +149,7 @@ def main() -> int:
     device = next((r["device"] for r in rows if r["device"]), platform.name)
     meta = {"platform": platform.name, "device": device, "gpus": len(gpus) if visible else 0, "jobs": args.jobs,
             "wall_s": wall, "prep_s": prep_s, "spec": spec, "generator_version": generator_version(),
-            "timing": not args.no_timing, "budget_s": args.budget_s}
+            "timing": not args.no_timing, "trials": args.trials, "budget_s": args.budget_s}
     (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary}, indent=1, default=str))
     table = render_table(summary, meta)
     (out / "table.md").write_text(table + "\n")
