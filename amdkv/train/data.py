@@ -90,15 +90,11 @@ def sft_dataset(dataset: "Dataset", *, trajectory_target: str = "best_turn", rea
 
 
 def reference_solution(task: "Task", language: str = "triton") -> str | None:
-    """The task's reference solution text: METADATA["solutions"][language] (a path relative to the
-    task file, as procedural tasks give it), else the bundled solution of a builtin task."""
-    rel = (task.metadata.get("solutions") or {}).get(language)
-    if rel:
-        path = (Path(task.path).parent / rel).resolve()
-        return path.read_text(encoding="utf-8") if path.is_file() else None
-    from amdkv.tasks.builtin import solution_path
+    """The task's reference solution text (amdkv.tasks.solutions: METADATA["solutions"] of a
+    procedural task, else the bundled solution of a builtin task)."""
+    from amdkv.tasks.solutions import solution_for
 
-    path = solution_path(task.id, language)
+    path = solution_for(task, language)
     return path.read_text(encoding="utf-8") if path is not None else None
 
 
