@@ -257,7 +257,6 @@ def balanced_sample(tasks: list[Any], n: int, by: str = "core") -> list[Any]:
 def verify_sample(tasks: list[Task], *, device: str = "cpu", jobs: int = 2, language: str = "triton",
                   on_result: Callable[[TaskCheck], None] | None = None, **verifier_kw: Any) -> list[TaskCheck]:
     """The verifier (every check on) on each task's templated solution in `language`."""
-    from amdkv.verify.batch import verify_many
     from amdkv.verify.scheduler import open_verifier
 
     pairs = [(t, solution_file(t, language)) for t in tasks]
@@ -276,7 +275,7 @@ def verify_sample(tasks: list[Task], *, device: str = "cpu", jobs: int = 2, lang
             on_result(convert(task, verdict))
 
     with open_verifier(device, jobs=jobs, **verifier_kw) as verifier:
-        verdicts = verify_many(verifier, pairs, jobs=jobs, on_result=tick)
+        verdicts = verifier.verify_many(pairs, on_result=tick)
     return [convert(t, v) for (t, _), v in zip(pairs, verdicts)]
 
 

@@ -42,8 +42,9 @@ def generator_version() -> str:
 
 
 def suite_root(seed: int) -> Path:
-    base = os.environ.get("AMDKV_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "amdkv")
-    return Path(base) / "procedural" / generator_version() / f"seed{seed}"
+    from amdkv.config import VerifierConfig  # the one place that reads AMDKV_CACHE_DIR
+
+    return VerifierConfig.from_env().cache_path / "procedural" / generator_version() / f"seed{seed}"
 
 
 def task_file(spec: sampler.TaskSpec) -> Path:
