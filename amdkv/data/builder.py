@@ -466,7 +466,7 @@ class Builder:
                                      "or one of them")
 
     def _decontaminate(self) -> None:
-        from amdkv.data.decontam import Decontaminator, eval_texts
+        from amdkv.data.decontam import PASSED_IN, Decontaminator, eval_texts
 
         p = self.policy
         texts = eval_texts(p.decontaminate, self.eval_tasks)
@@ -500,7 +500,7 @@ class Builder:
                 self._remove([u], "decontaminate", turn_hits[u.record_id][0])
                 by_suite[turn_hits[u.record_id][1].suite] += 1
         self.report.decontamination = {
-            "suites": list(p.decontaminate) + (["(tasks passed in)"] if self.eval_tasks else []),
+            "suites": list(p.decontaminate) + ([PASSED_IN] if self.eval_tasks else []),
             "eval_texts": len(texts), "eval_tasks": len({(t.suite, t.task_id) for t in texts}),
             "task_threshold": p.decontam_task_threshold, "text_threshold": p.decontam_text_threshold,
             "removed": phase.removed, "by_reason": dict(phase.detail), "by_suite": dict(by_suite)}

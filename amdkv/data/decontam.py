@@ -32,6 +32,7 @@ from amdkv.data.similarity import NeighbourIndex, Signer
 DEFAULT_EVAL_SUITES = ("builtin:eval",)
 DEFAULT_TASK_THRESHOLD = 0.5
 DEFAULT_TEXT_THRESHOLD = 0.8
+PASSED_IN = "(tasks passed in)"   # the suite name of eval tasks given as Task objects
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ def eval_texts(specs: Sequence[str] = DEFAULT_EVAL_SUITES, tasks: Iterable = ())
     from amdkv.tasks.suites import load_suite
 
     out: list[EvalText] = []
-    groups = [(spec, load_suite(spec)) for spec in specs] + [("tasks", list(tasks))]
+    groups = [(spec, load_suite(spec)) for spec in specs] + [(PASSED_IN, list(tasks))]
     for spec, suite_tasks in groups:
         for task in suite_tasks:
             out.append(EvalText(spec, task.id, task.suite, "task", task.source))

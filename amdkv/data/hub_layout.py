@@ -56,16 +56,22 @@ def build_split(plan: Plan, config: str, split: str, cache_dir: str | os.PathLik
         finally:
             bar.close()
 
+    with datasets_progress(False):  # ours shows the rows; datasets' own bar would repeat them
+        return Dataset.from_generator(rows, features=plan.features(config), cache_dir=str(cache_dir),
+                                      fingerprint=plan.fingerprint(config, split), split=split)
+
+
+@contextlib.contextmanager
+def datasets_progress(enabled: bool):
+    """`datasets`' own progress bars on or off for a block (restored afterwards)."""
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     was_enabled = is_progress_bar_enabled()
-    disable_progress_bar()  # ours shows the rows; datasets' own bars would repeat them
+    (enable_progress_bar if enabled and was_enabled else disable_progress_bar)()
     try:
-        return Dataset.from_generator(rows, features=plan.features(config), cache_dir=str(cache_dir),
-                                      fingerprint=plan.fingerprint(config, split), split=split)
+        yield
     finally:
-        if was_enabled:
-            enable_progress_bar()
+        (enable_progress_bar if was_enabled else disable_progress_bar)()
 
 
 def build_datasetdict(plan: Plan, config: str, cache_dir: str | os.PathLike[str], *, progress: bool = True):
@@ -165,8 +171,9 @@ def write_plan(plan: Plan, out: str | os.PathLike[str], *, repo_id: str | None =
             split_infos[config], uploaded[config] = [], 0
             for split in plan.splits(config):
                 dataset = build_split(plan, config, split, cache, progress=progress)
-                info, size, paths = write_parquet_shards(dataset, staging, data_dirs[config], split,
-                                                         plan.policy.max_shard_size)
+                with datasets_progress(progress):
+                    info, size, paths = write_parquet_shards(dataset, staging, data_dirs[config], split,
+                                                             plan.policy.max_shard_size)
                 split_infos[config].append(info)
                 uploaded[config] += size
                 files += paths

@@ -299,9 +299,36 @@ def _plant_eval_copies(rng: random.Random, records: list[Record], n: int, langua
     return counts
 
 
+def make_qa_records(n: int, *, seed: int = 0, duplicates: int = 0) -> list[Record]:
+    """`n` ROCm-libraries QA records (about 1 in 8 not grounded), plus `duplicates` exact copies
+    (same question and answer, another origin)."""
+    rng = random.Random(seed)
+    libraries = ("rocBLAS", "MIOpen", "composable_kernel", "rocSOLVER", "hipCUB")
+    records = []
+    for i in range(n):
+        library = rng.choice(libraries)
+        file = f"library/src/{rng.choice(_NAMES)}_{i % 37}.cpp"
+        start = rng.randint(1, 2000)
+        question = (f"In {library}, what does `{rng.choice(_NAMES)}_{i}` in {file} do with "
+                    f"{' '.join(_words(rng, rng.randint(5, 15)))}?")
+        answer = (f"Lines {start}-{start + 12} of {file}: " + " ".join(_words(rng, rng.randint(40, 120))))
+        grounded = rng.random() > 0.125
+        records.append(Record.from_qa(question=question, answer=answer, library=library, file=file,
+                                      line_start=start, line_end=start + 12, commit=f"{rng.getrandbits(160):040x}",
+                                      grounding={"grounded": grounded, "score": round(rng.random(), 6)},
+                                      origin={"model": "Qwen/Qwen3-32B", "sample": i}, licence="MIT",
+                                      provenance=f"{library} sources"))
+    for k in range(duplicates):
+        base = records[k]
+        records.append(Record.from_qa(**{**base.qa, "grounding": base.qa["grounding"]}, origin={"copy": k},
+                                      licence=base.licence, provenance=base.provenance))
+    return records
+
+
 def iter_batches(records: list[Record], size: int = 1000) -> Iterator[list[Record]]:
     for i in range(0, len(records), size):
         yield records[i:i + size]
 
 
-__all__ = ["SyntheticCorpus", "make_corpus", "make_task", "make_program", "make_verdict", "near_copy", "reformat"]
+__all__ = ["SyntheticCorpus", "make_corpus", "make_qa_records", "make_task", "make_program", "make_verdict",
+           "near_copy", "reformat"]
