@@ -241,9 +241,15 @@ def _signer() -> Signer:
     return Signer(NUM_PERM, SEED)
 
 
-def _scan_chunk(chunk: Chunk) -> tuple[list[Unit], list[np.ndarray | None], dict[str, dict], ReadReport]:
-    """Units, their signatures and the task parts of one chunk (runs in worker processes)."""
+def _scan_chunk(chunk: Chunk, policy: BuildPolicy, language: str | None) -> tuple[list[Unit], list, dict, ReadReport]:
+    """Units, their signatures and the task parts of one chunk (runs in worker processes).
+
+    Every program gets its exact key (cheap); the MinHash signature (most of the scan's cost) only
+    where a later phase can use it: samples that the policy selects, every turn of a trajectory
+    (decontamination looks at all of them) and QA pairs."""
     import warnings
+
+    from amdkv.data.similarity import exact_key, normalize
 
     signer = _signer()
     units: list[Unit] = []
@@ -258,10 +264,28 @@ def _scan_chunk(chunk: Chunk) -> tuple[list[Unit], list[np.ndarray | None], dict
                 units.append(unit)
                 if text is None:
                     sigs.append(None)
-                else:
+                elif unit.kind != U_SAMPLE or (unit.language == language and select_reason(unit, policy) is None):
                     unit.exact, sig = signer.fingerprint(text)
                     sigs.append(sig)
+                else:
+                    unit.exact = exact_key(normalize(text), normalized=True)
+                    sigs.append(None)
     return units, sigs, tasks, report
+
+
+def select_reason(u: Unit, p: BuildPolicy) -> str | None:
+    """Why the policy's selection drops a program (None: selected)."""
+    if p.platforms is not None and u.platform not in p.platforms:
+        return f"platform {u.platform}"
+    if u.status == "infra_error":
+        return "infra_error (harness failure, not judged)"
+    if p.select == "all":
+        return None
+    if u.status != "ok":
+        return f"status {u.status}"
+    if p.select == "faster" and (u.speedup is None or u.speedup < p.min_speedup):
+        return "no GPU speedup" if u.speedup is None else f"speedup < {p.min_speedup}"
+    return None
 
 
 def _units_of(record: dict, location: Location, tasks: dict[str, dict]) -> Iterator[tuple[Unit, str | None]]:
@@ -380,7 +404,8 @@ class Builder:
         owner: dict[str, int] = {}
         bar = self._bar(total, "scan records", "B")
         try:
-            for n, (chunk, (c_units, c_sigs, c_tasks, report)) in enumerate(zip(chunks, self._map(_scan_chunk, chunks))):
+            scan = functools.partial(_scan_chunk, policy=self.policy, language=self.spec.language)
+            for n, (chunk, (c_units, c_sigs, c_tasks, report)) in enumerate(zip(chunks, self._map(scan, chunks))):
                 bar.update(chunk.end - chunk.start)
                 self.report.torn_tails += report.torn_tails
                 for unit, sig in zip(c_units, c_sigs):
@@ -428,7 +453,7 @@ class Builder:
         self._check_platforms(live)
         for u in live:
             if u.kind in (U_SAMPLE, U_TURN):
-                reason = self._select(u)
+                reason = select_reason(u, p)
                 if reason is None and u.kind == U_TURN and not p.expand_trajectories:
                     reason = "trajectory turns not expanded"
                 if reason:
@@ -440,20 +465,6 @@ class Builder:
                     self._remove([u], "policy", "trajectory without a correct turn")
             elif u.kind == U_QA and p.qa_grounded_only and u.status != "ok":
                 self._remove([u], "policy", "answer not grounded")
-
-    def _select(self, u: Unit) -> str | None:
-        p = self.policy
-        if p.platforms is not None and u.platform not in p.platforms:
-            return f"platform {u.platform}"
-        if u.status == "infra_error":
-            return "infra_error (harness failure, not judged)"
-        if p.select == "all":
-            return None
-        if u.status != "ok":
-            return f"status {u.status}"
-        if p.select == "faster" and (u.speedup is None or u.speedup < p.min_speedup):
-            return "no GPU speedup" if u.speedup is None else f"speedup < {p.min_speedup}"
-        return None
 
     def _check_platforms(self, units: list[Unit]) -> None:
         if self.policy.platforms is not None:

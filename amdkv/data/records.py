@@ -159,8 +159,9 @@ class Record:
 
     # ------------------------------------------------------------------ identity
     def content(self) -> dict[str, Any]:
-        """Everything the id is computed from (all fields)."""
-        return dataclasses.asdict(self)
+        """Everything the id is computed from (all fields). Shallow: the nested parts are the
+        record's own (dataclasses.asdict would deep-copy ~10 KB per record for nothing)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @property
     def id(self) -> str:
@@ -192,7 +193,8 @@ class Record:
     # ------------------------------------------------------------------ (de)serialisation
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict with `id` and `work_key` first (the store's fast index reads them)."""
-        return {"id": self.id, "work_key": self.work_key, **self.content()}
+        content = self.content()
+        return {"id": content_hash(content), "work_key": self.work_key, **content}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, verify_id: bool = True) -> "Record":

@@ -193,22 +193,37 @@ def make_verdict(rng: random.Random, task: Task, source: str, language: str, sta
 def make_corpus(n_records: int, *, n_tasks: int | None = None, language: str = "triton", seed: int = 0,
                 platform: str = "rocm", trajectory_share: float = 0.1, other_language_share: float = 0.01,
                 eval_plants: int = 0) -> SyntheticCorpus:
-    """`n_records` records over `n_tasks` tasks (see the module docstring)."""
+    """`n_records` records over `n_tasks` tasks (see the module docstring), in memory."""
+    planted: dict[str, int] = {}
+    tasks: list[Task] = []
+    records = list(iter_corpus(n_records, n_tasks=n_tasks, language=language, seed=seed, platform=platform,
+                               trajectory_share=trajectory_share, other_language_share=other_language_share,
+                               eval_plants=eval_plants, planted=planted, tasks_out=tasks))
+    return SyntheticCorpus(records, tasks, planted)
+
+
+def iter_corpus(n_records: int, *, n_tasks: int | None = None, language: str = "triton", seed: int = 0,
+                platform: str = "rocm", trajectory_share: float = 0.1, other_language_share: float = 0.01,
+                eval_plants: int = 0, planted: dict[str, int] | None = None,
+                tasks_out: list[Task] | None = None) -> Iterator[Record]:
+    """The records of `make_corpus`, one at a time (memory stays small for 100,000 records: only
+    the last few programs of each task are remembered for planting copies). `n_records` counts
+    the generated records; `eval_plants` more follow."""
     from amdkv.prompts.trajectory import Trajectory, Turn
     from amdkv.verify.candidate import Candidate
 
     rng = random.Random(seed)
     n_tasks = n_tasks or max(1, n_records // 40)
     tasks = [make_task(rng, i) for i in range(n_tasks)]
-    planted = {"exact_duplicates": 0, "near_duplicates": 0, "parent_links": 0, "trajectories": 0,
-               "other_language": 0, "eval_task_copies": 0, "eval_solution_copies": 0}
-    records: list[Record] = []
+    if tasks_out is not None:
+        tasks_out.extend(tasks)
+    planted = planted if planted is not None else {}
+    planted.update({"exact_duplicates": 0, "near_duplicates": 0, "parent_links": 0, "trajectories": 0,
+                    "other_language": 0, "eval_task_copies": 0, "eval_solution_copies": 0})
     history: dict[str, list[tuple[str, str, float | None, str]]] = {}   # task -> (record id, source, speedup, status)
     statuses = [s for s, w in STATUS_WEIGHTS for _ in range(w)]
-    sample = 0
-    while len(records) < n_records:
+    for sample in range(1, n_records + 1):
         task = rng.choice(tasks)
-        sample += 1
         lang = language
         if rng.random() < other_language_share:
             lang = "hip" if language == "triton" else "triton"
@@ -240,9 +255,12 @@ def make_corpus(n_records: int, *, n_tasks: int | None = None, language: str = "
             verdict = make_verdict(rng, task, source, lang, status, platform, speedup)
             record = Record.from_verification(task, Candidate(source, language=lang), verdict, origin=origin)
             past.append((record.id, source, speedup, status))
-        records.append(record)
-    planted.update(_plant_eval_copies(rng, records, eval_plants, language, platform))
-    return SyntheticCorpus(records, tasks, planted)
+            del past[:-HISTORY]
+        yield record
+    yield from _plant_eval_copies(rng, eval_plants, language, platform, planted)
+
+
+HISTORY = 6  # programs remembered per task for planting copies and parent links
 
 
 def _trajectory_record(rng: random.Random, task: Task, language: str, platform: str, origin: dict[str, Any],
@@ -273,30 +291,28 @@ def _trajectory_record(rng: random.Random, task: Task, language: str, platform: 
     return Record.from_trajectory(traj, task, origin=origin)
 
 
-def _plant_eval_copies(rng: random.Random, records: list[Record], n: int, language: str,
-                       platform: str) -> dict[str, int]:
+def _plant_eval_copies(rng: random.Random, n: int, language: str, platform: str,
+                       planted: dict[str, int]) -> Iterator[Record]:
     """Records whose task is a `builtin:eval` task, and records whose kernel copies an eval solution."""
     if n <= 0:
-        return {}
+        return
     from amdkv.tasks.builtin import solution_path
     from amdkv.tasks.suites import load_suite
     from amdkv.verify.candidate import Candidate
 
     evals = [t for t in load_suite("builtin:eval") if solution_path(t.id, language)]
-    counts = {"eval_task_copies": 0, "eval_solution_copies": 0}
     for k in range(n):
         task = evals[k % len(evals)]
         source = solution_path(task.id, language).read_text()
         if k % 2 == 0:  # the eval task itself, with its own solution
             record_task = task
-            counts["eval_task_copies"] += 1
+            planted["eval_task_copies"] += 1
         else:           # a different (train-like) task whose kernel is the eval solution
             record_task = make_task(rng, 90_000 + k)
-            counts["eval_solution_copies"] += 1
+            planted["eval_solution_copies"] += 1
         verdict = make_verdict(rng, record_task, source, language, "ok", platform, 1.5 if platform != "cpu" else None)
-        records.append(Record.from_verification(record_task, Candidate(source, language=language), verdict,
-                                                origin={"model": "plant", "sample": k}))
-    return counts
+        yield Record.from_verification(record_task, Candidate(source, language=language), verdict,
+                                       origin={"model": "plant", "sample": k})
 
 
 def make_qa_records(n: int, *, seed: int = 0, duplicates: int = 0) -> list[Record]:
@@ -325,10 +341,5 @@ def make_qa_records(n: int, *, seed: int = 0, duplicates: int = 0) -> list[Recor
     return records
 
 
-def iter_batches(records: list[Record], size: int = 1000) -> Iterator[list[Record]]:
-    for i in range(0, len(records), size):
-        yield records[i:i + size]
-
-
-__all__ = ["SyntheticCorpus", "make_corpus", "make_qa_records", "make_task", "make_program", "make_verdict",
+__all__ = ["SyntheticCorpus", "iter_corpus", "make_corpus", "make_qa_records", "make_task", "make_program", "make_verdict",
            "near_copy", "reformat"]
