@@ -194,3 +194,23 @@ def test_corrupt_shard_and_foreign_schema_give_clear_errors_and_change_nothing(t
         RecordStore(tmp_path / "v")
     with pytest.raises(BadInputError, match="no record store"):
         RecordStore(tmp_path / "missing", create=False)
+
+
+def test_record_layer_and_cli_import_light():
+    """Generators write records on bare GPU machines: records, store and the CLI registration
+    import neither datasets, datasketch, huggingface_hub nor torch."""
+    code = ("import sys, amdkv.data, amdkv.data.records, amdkv.data.store, amdkv.cli; "
+            "print(sorted(m for m in ('datasets', 'datasketch', 'huggingface_hub', 'torch', 'pyarrow') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_column_is_documented_for_the_card():
+    pytest.importorskip("datasets")
+    from amdkv.data.schemas import COLUMN_DOCS, SCHEMA_VERSIONS, features
+
+    for kind in SCHEMA_VERSIONS:
+        missing = [c for c in features(kind) if c not in COLUMN_DOCS]
+        assert not missing, (kind, missing)
