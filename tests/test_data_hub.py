@@ -23,6 +23,7 @@ import pytest
 from amdkv.data.api import build_dataset
 from amdkv.data.builder import Builder, open_store
 from amdkv.data.hub_layout import build_datasetdict, data_dir_for
+from amdkv.data.policy import BuildPolicy
 from amdkv.data.schemas import dataset_spec
 from amdkv.data.store import RecordStore
 from amdkv.data.synthetic import make_corpus
@@ -41,7 +42,9 @@ def hip_build(tmp_path_factory):
     store = RecordStore(root / "records")
     store.extend(corpus.records)
     store.close()
-    report = build_dataset("hip", root / "records", root / "amdkv-hip", repo_id="amdkv/hip", progress=False)
+    # small shards, so that splits have several (push_to_hub's sharding is compared below)
+    report = build_dataset("hip", root / "records", root / "amdkv-hip", repo_id="amdkv/hip",
+                           policy=BuildPolicy(max_shard_size="150KB"), progress=False)
     return root, report
 
 
@@ -97,7 +100,8 @@ def test_folder_equals_what_push_to_hub_writes(hip_build, tmp_path):
 
     root, _ = hip_build
     out = root / "amdkv-hip"
-    plan = Builder(open_store(root / "records"), dataset_spec("hip"), progress=False).plan()
+    plan = Builder(open_store(root / "records"), dataset_spec("hip"), BuildPolicy(max_shard_size="150KB"),
+                   progress=False).plan()
     remote = tmp_path / "remote"
     remote.mkdir()
     hub = _MockedHub(remote)
@@ -107,10 +111,11 @@ def test_folder_equals_what_push_to_hub_writes(hip_build, tmp_path):
         for config in plan.configs():
             dd = build_datasetdict(plan, config, tmp_path / "cache", progress=False)
             dd.push_to_hub("amdkv/hip", config_name=config, data_dir=data_dir_for(config, plan.spec.default_config),
-                           set_default=config == plan.spec.default_config)
+                           set_default=config == plan.spec.default_config, max_shard_size=plan.policy.max_shard_size)
     ours = sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
     theirs = sorted(str(p.relative_to(remote)) for p in remote.rglob("*.parquet"))
     assert ours == theirs and ours[0].startswith("data/") and any(p.startswith("hip2hip/") for p in ours)
+    assert any("-00001-of-" in p for p in ours)  # several shards in a split
     for rel in ours:
         assert (out / rel).read_bytes() == (remote / rel).read_bytes(), rel
     mine = DatasetCard.load(out / "README.md").data.to_dict()
