@@ -112,6 +112,7 @@ class BuildReport:
     decontamination: dict[str, Any] = dataclasses.field(default_factory=dict)
     rows: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    peak_rss_mib: dict[str, float] = dataclasses.field(default_factory=dict)  # this process, after each phase
 
     def phase(self, name: str) -> PhaseReport:
         found = next((p for p in self.phases if p.name == name), None)
@@ -362,7 +363,7 @@ class Builder:
                     unit_scale=unit == "B", leave=True)
 
     def _timed(self, name: str) -> "_Timer":
-        return _Timer(self.report.seconds, name)
+        return _Timer(self.report, name)
 
     def _remove(self, units: Iterable[Unit], phase: str, reason: str) -> None:
         report = self.report.phase(phase)
@@ -486,11 +487,11 @@ class Builder:
         phase = self.report.phase("decontaminate")
         by_suite: collections.Counter = collections.Counter()
         task_hits: dict[str, Any] = {}
+        self.task_signatures: dict[str, np.ndarray] = {}
         signer = _signer()
         for key, part in self.tasks.items():
-            exact, sig = signer.fingerprint(part["source"])
-            task_hits[key] = dec.match_task(part.get("suite"), part["id"], exact, sig)
-        self.task_signatures = {key: signer.signature(part["source"]) for key, part in self.tasks.items()}
+            exact, self.task_signatures[key] = signer.fingerprint(part["source"])
+            task_hits[key] = dec.match_task(part.get("suite"), part["id"], exact, self.task_signatures[key])
         turn_hits: dict[str, Any] = {}
         live = [i for i, u in enumerate(self.units) if u.removed is None or u.kind == U_TURN]
         bar = self._bar(len(live), "decontaminate")
@@ -674,15 +675,26 @@ class Builder:
 
 
 class _Timer:
-    def __init__(self, into: dict[str, float], name: str) -> None:
-        self.into, self.name = into, name
+    """Adds a phase's seconds, and the process's peak RSS so far, to the report."""
+
+    def __init__(self, report: BuildReport, name: str) -> None:
+        self.report, self.name = report, name
 
     def __enter__(self) -> "_Timer":
         self.start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.into[self.name] = round(self.into.get(self.name, 0.0) + time.perf_counter() - self.start, 3)
+        self.report.seconds[self.name] = round(self.report.seconds.get(self.name, 0.0)
+                                               + time.perf_counter() - self.start, 3)
+        self.report.peak_rss_mib[self.name] = peak_rss_mib()
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far (getrusage; the scan's worker processes apart)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def open_store(path: str | Path) -> RecordStore:

@@ -125,12 +125,13 @@ def _verification(stats: dict[str, Any]) -> str:
         where = " and ".join(PLATFORM_TEXT[p] for p in platforms)
         note = " NVIDIA timings are not AMD measurements: every row names its platform." if "cuda" in platforms else ""
         return f"**Execution-verified** (`execution_verified: true`): every kernel was compiled, run and checked on {where}.{note}"
-    lines = ["**Not every row is execution-verified on a GPU** (`execution_verified: false` for the dataset)."]
     if platforms == ["cpu"]:
+        lines = ["**Not execution-verified on a GPU** (`execution_verified: false`)."]
         lines.append("Every verdict comes from the Triton CPU interpreter (`platform: cpu`): correctness under the "
                      "interpreter only, no timings, no speedups (`interpreter_verified: true`). Re-verify on an AMD GPU "
                      "with `amdkv reverify` before relying on it as execution-verified.")
     else:
+        lines = ["**Not every row is execution-verified on a GPU** (`execution_verified: false` for the dataset)."]
         for name, c in stats["configs"].items():
             if "platforms" in c:
                 parts = ", ".join(f"{n:,} on {PLATFORM_TEXT.get(p, p)}" for p, n in c["platforms"].items())

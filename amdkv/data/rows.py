@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from amdkv.data.qa_prompt import QA_PROMPT_VERSION, qa_messages
 from amdkv.data.records import is_gpu_platform, task_from_part
-from amdkv.data.schemas import SCHEMA_VERSIONS, OPTIMISATION, ROCM_QA, TRAJECTORIES, TRANSLATION
+from amdkv.data.schemas import OPTIMISATION, ROCM_QA, SCHEMA_VERSIONS, TRANSLATION
 
 Message = dict[str, Any]
 
@@ -73,6 +73,7 @@ class MessageBuilder:
 
     def __init__(self, cache_size: int = 4096) -> None:
         self._cached = functools.lru_cache(maxsize=cache_size)(self._build)
+        self._tasks: dict[tuple[str, str], Mapping[str, Any]] = {}
 
     @staticmethod
     def prompt_config(language: str, origin: Mapping[str, Any] | None):  # -> PromptConfig
@@ -86,14 +87,17 @@ class MessageBuilder:
     def request(self, task: Mapping[str, Any], language: str, origin: Mapping[str, Any] | None = None,
                 *, stage: str = "write", previous: tuple[str, str] | None = None) -> tuple[list[Message], str]:
         """([system, user] messages, prompt version) for `task` at `stage`. `previous`: (program,
-        verdict JSON text) shown by an `optimise` request."""
+        verdict JSON text) shown by an `optimise` request (never cached: each pair's differs)."""
         config = self.prompt_config(language, origin)
-        return self._cached(json.dumps(task, sort_keys=True), config, stage, previous), config.version
+        key = (task["id"], task["source_hash"])  # a task part is the same for every record of that task
+        self._tasks.setdefault(key, task)
+        build = self._build if previous is not None else self._cached
+        return build(key, config, stage, previous), config.version
 
-    def _build(self, task_json: str, config: Any, stage: str, previous: tuple[str, str] | None) -> list[Message]:
+    def _build(self, key: tuple[str, str], config: Any, stage: str, previous: tuple[str, str] | None) -> list[Message]:
         from amdkv.prompts.messages import build_messages, feedback_for
 
-        task = task_from_part(json.loads(task_json))
+        task = task_from_part(self._tasks[key])
         if previous is None:
             return _with_reasoning_key(build_messages(task, config, stage))
         code, verdict_text = previous
@@ -200,5 +204,3 @@ def _sha256(text: str) -> str:
 
     return source_sha256(text)
 
-
-ROW_KINDS = (TRANSLATION, OPTIMISATION, TRAJECTORIES, ROCM_QA)

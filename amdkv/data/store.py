@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import threading
@@ -297,10 +298,18 @@ def iter_chunk(chunk: Chunk, *, verify: bool = True, report: ReadReport | None =
             raise _corrupt(path, _line_number(path, offset), "not a JSON object")
         if verify:
             try:
-                Record.from_dict(record)
+                Record.from_dict(record, verify_id=not _line_matches_id(raw, record))
             except BadInputError as exc:
                 raise BadInputError(f"{path} line {_line_number(path, offset)}: {exc.message}", hint=exc.hint) from exc
         yield Location(chunk.shard, offset, len(raw)), record
+
+
+def _line_matches_id(raw: bytes, record: dict) -> bool:
+    """True when the line's bytes after its `id`/`work_key` head are the canonical JSON its id was
+    computed from (how `_line` writes it): the content hash is checked on the bytes read, without
+    serialising the record again. Otherwise `Record.from_dict` checks it the slow way."""
+    prefix = f'{_PREFIX}{record.get("id")}","work_key":"{record.get("work_key")}",'.encode()
+    return raw.startswith(prefix) and hashlib.sha256(b"{" + raw[len(prefix):]).hexdigest() == record.get("id")
 
 
 def _line_number(path: Path, offset: int) -> int:

@@ -91,10 +91,15 @@ def related_ids(task: Task, pool: list[Task]) -> frozenset[str]:
     the pool's own clusters of every pool task similar to `task`. Equal to clustering
     `[task, *pool]` again, without redoing the pool's pairs (few-shot selection calls this for
     every new task a corpus holds)."""
-    probe = _cached_shingles(task.source)
-    ids = {task.id}
-    for cluster in _pool_clusters(tuple((t.id, t.source) for t in pool)):
-        if any(_jaccard(probe, _cached_shingles(source)) >= SIMILARITY_THRESHOLD for _, source in cluster):
+    return _related_ids(task.id, task.source, tuple((t.id, t.source) for t in pool))
+
+
+@functools.lru_cache(maxsize=4096)
+def _related_ids(task_id: str, source: str, pool: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    probe = _cached_shingles(source)
+    ids = {task_id}
+    for cluster in _pool_clusters(pool):
+        if any(_jaccard(probe, _cached_shingles(src)) >= SIMILARITY_THRESHOLD for _, src in cluster):
             ids.update(i for i, _ in cluster)
     return frozenset(ids)
 
