@@ -50,7 +50,7 @@ def build_split(plan: Plan, config: str, split: str, cache_dir: str | os.PathLik
     def rows():
         bar = tqdm(total=total, desc=f"rows {config}/{split}", unit="row", disable=not progress, file=sys.stderr)
         try:
-            for row in plan.rows(config, split):
+            for row in plan.rows(config, split, workers=plan.workers):
                 bar.update(1)
                 yield row
         finally:

@@ -75,13 +75,19 @@ class MessageBuilder:
         self._cached = functools.lru_cache(maxsize=cache_size)(self._build)
         self._tasks: dict[tuple[str, str], Mapping[str, Any]] = {}
 
+    def prompt_config(self, language: str, origin: Mapping[str, Any] | None):  # -> PromptConfig
+        """The record's `origin.prompt_config` (else the default) for `language`; made once per
+        distinct value (a PromptConfig checks its template version when made)."""
+        stored = (origin or {}).get("prompt_config")
+        return self._config(language, json.dumps(stored, sort_keys=True) if stored else None)
+
     @staticmethod
-    def prompt_config(language: str, origin: Mapping[str, Any] | None):  # -> PromptConfig
+    @functools.lru_cache(maxsize=256)
+    def _config(language: str, stored: str | None):
         from amdkv.prompts.messages import PromptConfig
 
-        stored = (origin or {}).get("prompt_config")
         if stored:
-            return PromptConfig.from_dict({**stored, "language": language})
+            return PromptConfig.from_dict({**json.loads(stored), "language": language})
         return PromptConfig(language=language)
 
     def request(self, task: Mapping[str, Any], language: str, origin: Mapping[str, Any] | None = None,

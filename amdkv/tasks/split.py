@@ -43,7 +43,10 @@ def _shingles(source: str) -> set[int]:
 
 
 def _jaccard(a: set[int], b: set[int]) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
+    if not a or not b:
+        return 0.0
+    common = len(a & b)  # |a | b| = |a| + |b| - |a & b|: no union set is built
+    return common / (len(a) + len(b) - common)
 
 
 def cluster_indices(n: int, pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
