@@ -238,11 +238,13 @@ def env(as_json: bool) -> None:
               help="on GPUs, also time torch.compile of the reference (slow the first time)")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="also write the verdicts as JSON lines to this file")
+@click.option("--records", "records_dir", type=click.Path(file_okay=False), default=None,
+              help="also write each verified solution as a record to this store (amdkv build --records)")
 @click.option("--verdict-cache/--no-verdict-cache", default=None,
               help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--json", "as_json", is_flag=True)
 def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs: int, compile_baseline: bool,
-         out_file: str | None, verdict_cache: bool | None, as_json: bool) -> None:
+         out_file: str | None, records_dir: str | None, verdict_cache: bool | None, as_json: bool) -> None:
     """Verify every reference solution of a suite on the best local device and print a table."""
     from tqdm import tqdm
 
@@ -269,6 +271,11 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
         counts = {"ok": 0}
         # each verdict is written as it arrives: a run cut short keeps what it finished
         out = JsonlAppender(out_file, fresh=True, allow_nan=True).open() if out_file else None
+        store = None
+        if records_dir:
+            from amdkv.data.demo import SolutionRecords
+
+            store = SolutionRecords(records_dir)
         lock = threading.Lock()  # results arrive from the verification threads
 
         def tick(task: Any, cand: str, verdict: Any) -> None:
@@ -278,6 +285,8 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
                 bar.update(1)
             if out is not None:
                 out.append(verdict.to_dict())
+            if store is not None:
+                store.add(task, cand, verdict)
 
         try:
             verdicts = verifier.verify_many(pairs, on_result=tick)
@@ -285,6 +294,8 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
             bar.close()
             if out is not None:
                 out.close()
+            if store is not None:
+                store.close()
     if as_json:
         click.echo(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:
@@ -396,6 +407,9 @@ def publish_metric_cmd(module_dir: str, repo_id: str, tasks_spec: str | None, pr
 def _register_optional_groups() -> None:
     """Stage groups that live in their own packages (loaded only if present). Their modules import
     click only: FastAPI and friends load when the command runs, never for `amdkv --help`."""
+    from amdkv.data.cli import register as register_data  # build, publish, reverify, records (click only)
+
+    register_data(main)
     try:
         from amdkv.toolchain.cli import toolchain_group
     except ImportError:
