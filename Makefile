@@ -25,8 +25,13 @@ $(STAMP): $(VPY) pyproject.toml
 
 install: $(STAMP)
 
+# The main job: verify the bundled solutions, build the Hub-layout Triton dataset from them
+# (interpreter-verified on a machine without a GPU) and read it back with load_dataset.
 demo: $(STAMP)
-	$(VENV)/bin/amdkv demo
+	rm -rf build/demo-records
+	$(VENV)/bin/amdkv demo --records build/demo-records
+	$(VENV)/bin/amdkv build triton --records build/demo-records --out build/amdkv-triton --overwrite
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(VENV)/bin/python -m amdkv.data.demo build/amdkv-triton
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(VENV)/bin/python -m pytest -q -ra tests

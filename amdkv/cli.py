@@ -85,9 +85,10 @@ def tasks() -> None:
 
 @tasks.command("list")
 @click.option("--from", "spec", default="builtin:all", show_default=True,
-              help="builtin:all, builtin:<suite>, builtin:train|eval, a folder or a task file")
+              help="builtin:all, builtin:<suite>, builtin:train|eval, procedural:train|heldout?n=N&seed=S, "
+                   "a folder or a task file")
 @click.option("--suite", default=None)
-@click.option("--split", type=click.Choice(["train", "eval"]), default=None)
+@click.option("--split", type=click.Choice(["train", "eval", "heldout"]), default=None)
 @click.option("--level", type=int, default=None)
 @click.option("--op-family", default=None)
 @click.option("--dtype", default=None)
@@ -128,6 +129,85 @@ def tasks_reference_samples(spec: str, out_file: str) -> None:
     click.echo(f"wrote {n} reference sample(s) to {out_file}" + (f"; no reference for {missing}" if missing else ""))
 
 
+@tasks.command("check")
+@click.argument("spec")
+@click.option("--jobs", default=2, show_default=True, type=click.IntRange(min=1), help="worker processes")
+@click.option("--trials", default=1, show_default=True, type=click.IntRange(min=1),
+              help="seeded trials per correctness case on the fast path (the verifier's seeds, from its first)")
+@click.option("--verify-sample", "per_stratum", default=1, show_default=True, type=click.IntRange(min=0),
+              help="also run the verifier on this many tasks per template x dtype (0: none)")
+@click.option("--device", default="cpu", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]),
+              help="platform of the verifier sample")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="write every result as JSON")
+@click.option("--json", "as_json", is_flag=True)
+def tasks_check(spec: str, jobs: int, trials: int, per_stratum: int, device: str, out_file: str | None,
+                as_json: bool) -> None:
+    """Check a procedural suite: every task on the fast path, a stratified sample with the verifier."""
+    from amdkv.tasks.procedural import checks, parse
+
+    parse(spec)  # a clear error before anything runs
+    run = checks.check_suite(spec, jobs=jobs, trials=trials, per_stratum=per_stratum, device=device,
+                             progress=not as_json)
+    if out_file:
+        with open(out_file, "w") as f:
+            json.dump(run.to_dict(), f, indent=1)
+    summary = checks.summarise(run.results)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        from amdkv.reports.task_checks import print_check_summary
+
+        print_check_summary(summary)
+    sys.exit(EXIT_OK if run.ok else EXIT_FAILURES)
+
+
+@tasks.command("ingest")
+@click.argument("source")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the task files")
+@click.option("--corpus", default=None, help="name in task ids and provenance (default: kernelbook for KernelBook "
+                                             "tables, else the source's name)")
+@click.option("--allow-licence", "allowed", multiple=True,
+              help="an allowed SPDX licence (repeatable; replaces the default permissive allow-list)")
+@click.option("--licence", "default_licence", default=None,
+              help="licence of rows that name none, e.g. MIT for a KernelBench folder")
+@click.option("--near-dup-threshold", default=0.85, show_default=True, type=float,
+              help="MinHash Jaccard similarity at which a row is a near duplicate of a kept one")
+@click.option("--trials", default=3, show_default=True, type=click.IntRange(min=1), help="seeded trials per case")
+@click.option("--timeout", default=60.0, show_default=True, type=float, help="seconds per row's sandboxed checks")
+@click.option("--jobs", default=2, show_default=True, type=click.IntRange(min=1), help="rows checked at once")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="only the first N rows")
+@click.option("--force", is_flag=True, help="replace an earlier ingest in --out")
+@click.option("--json", "as_json", is_flag=True, help="print ingest_report.json")
+def tasks_ingest(source: str, out_dir: str, corpus: str | None, allowed: tuple[str, ...], default_licence: str | None,
+                 near_dup_threshold: float, trials: int, timeout: float, jobs: int, limit: int | None, force: bool,
+                 as_json: bool) -> None:
+    """Turn a corpus of PyTorch modules (KernelBook layout, or KernelBench .py files) into checked task files."""
+    from tqdm import tqdm
+
+    from amdkv.tasks.ingest import DEFAULT_ALLOWED, IngestSettings, ingest
+
+    settings = IngestSettings(source=source, out=out_dir, corpus=corpus, allowed_licences=allowed or DEFAULT_ALLOWED,
+                              default_licence=default_licence, near_duplicate_threshold=near_dup_threshold,
+                              trials=trials, timeout=timeout, jobs=jobs, limit=limit, force=force)
+    bar = tqdm(desc="sandboxed checks", unit="row", disable=as_json, file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        report = ingest(settings, progress=progress)
+    finally:
+        bar.close()
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        from amdkv.reports.task_checks import print_ingest_report
+
+        print_ingest_report(report)
+    sys.exit(EXIT_OK if report["kept"] else EXIT_FAILURES)
+
+
 # ---------------------------------------------------------------------------------------- env
 @main.command()
 @click.option("--json", "as_json", is_flag=True)
@@ -154,7 +234,8 @@ def env(as_json: bool) -> None:
 # --------------------------------------------------------------------------------------- demo
 @main.command()
 @click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]))
-@click.option("--from", "spec", default="builtin:all", show_default=True, help="which bundled tasks")
+@click.option("--from", "spec", default="builtin:all", show_default=True,
+              help="which tasks: builtin:..., procedural:train?n=100, or a folder whose tasks name their solutions")
 @click.option("--language", default="triton", show_default=True, type=click.Choice(["triton", "hip"]))
 @click.option("--task", "task_ids", multiple=True, help="only this task id (repeatable)")
 @click.option("--jobs", default=2, show_default=True, help="candidates verified at the same time")
@@ -162,16 +243,18 @@ def env(as_json: bool) -> None:
               help="on GPUs, also time torch.compile of the reference (slow the first time)")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="also write the verdicts as JSON lines to this file")
+@click.option("--records", "records_dir", type=click.Path(file_okay=False), default=None,
+              help="also write each verified solution as a record to this store (amdkv build --records)")
 @click.option("--verdict-cache/--no-verdict-cache", default=None,
               help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
 @click.option("--json", "as_json", is_flag=True)
 def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs: int, compile_baseline: bool,
-         out_file: str | None, verdict_cache: bool | None, as_json: bool) -> None:
-    """Verify every bundled reference solution on the best local device and print a table."""
+         out_file: str | None, records_dir: str | None, verdict_cache: bool | None, as_json: bool) -> None:
+    """Verify every reference solution of a suite on the best local device and print a table."""
     from tqdm import tqdm
 
     from amdkv.reports.jsonl import JsonlAppender
-    from amdkv.tasks.builtin import solution_path
+    from amdkv.tasks.solutions import solution_for
     from amdkv.tasks.suites import load_suite
     from amdkv.verify.scheduler import open_verifier
 
@@ -183,9 +266,9 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
 
             raise BadInputError(f"unknown task id(s) {unknown} in {spec}", hint="see `amdkv tasks list`")
         all_tasks = [t for t in all_tasks if t.id in set(task_ids)]
-    pairs = [(t, str(solution_path(t.id, language))) for t in all_tasks if solution_path(t.id, language)]
+    pairs = [(t, str(solution_for(t, language))) for t in all_tasks if solution_for(t, language)]
     if not pairs:
-        raise AmdkvError(f"no bundled {language} solutions for {spec}", hint="try --language triton")
+        raise AmdkvError(f"no {language} reference solutions for {spec}", hint="try --language triton")
     # several visible GPUs: one scheduler per GPU (amdkv/verify/scheduler.py)
     with open_verifier(device, jobs=jobs, compile_baseline=compile_baseline, **_cache_setting(verdict_cache)) as verifier:
         bar = tqdm(total=len(pairs), desc=f"verifying on {verifier.platform.name}", unit="task",
@@ -193,6 +276,11 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
         counts = {"ok": 0}
         # each verdict is written as it arrives: a run cut short keeps what it finished
         out = JsonlAppender(out_file, fresh=True, allow_nan=True).open() if out_file else None
+        store = None
+        if records_dir:
+            from amdkv.data.demo import SolutionRecords
+
+            store = SolutionRecords(records_dir)
         lock = threading.Lock()  # results arrive from the verification threads
 
         def tick(task: Any, cand: str, verdict: Any) -> None:
@@ -202,6 +290,8 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
                 bar.update(1)
             if out is not None:
                 out.append(verdict.to_dict())
+            if store is not None:
+                store.add(task, cand, verdict)
 
         try:
             verdicts = verifier.verify_many(pairs, on_result=tick)
@@ -209,6 +299,8 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
             bar.close()
             if out is not None:
                 out.close()
+            if store is not None:
+                store.close()
     if as_json:
         click.echo(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:
@@ -320,6 +412,9 @@ def publish_metric_cmd(module_dir: str, repo_id: str, tasks_spec: str | None, pr
 def _register_optional_groups() -> None:
     """Stage groups that live in their own packages (loaded only if present). Their modules import
     click only: FastAPI and friends load when the command runs, never for `amdkv --help`."""
+    from amdkv.data.cli import register as register_data  # build, publish, reverify, records (click only)
+
+    register_data(main)
     try:
         from amdkv.toolchain.cli import toolchain_group
     except ImportError:

@@ -46,14 +46,13 @@ def one_pass(task_ids: list[str], jobs: int) -> dict[str, Any]:
     """Verify the bundled solutions once in this process; per-solution status and timings."""
     from amdkv.tasks.builtin import solution_path
     from amdkv.tasks.suites import load_builtin
-    from amdkv.verify.batch import verify_many
     from amdkv.verify.verifier import Verifier
 
     tasks = [t for t in load_builtin() if not task_ids or t.id in task_ids]
     pairs = [(t, str(solution_path(t.id))) for t in tasks if solution_path(t.id)]
     t0 = time.monotonic()
-    with Verifier("cpu", spares=jobs, timeout=240) as verifier:
-        verdicts = verify_many(verifier, pairs, jobs=jobs)
+    with Verifier("cpu", jobs=jobs, spares=jobs, timeout=240) as verifier:
+        verdicts = verifier.verify_many(pairs)
     wall = time.monotonic() - t0
     return {"wall_s": round(wall, 2), "solutions": {
         t.id: {"status": v.status, "reason": v.reason, "trials_s": v.timings.get("worker_trials_s"),

@@ -256,9 +256,12 @@ def test_worker_applies_memory_cap_to_candidate_jobs_only(monkeypatch):
 
 # ------------------------------------------------------------------------------ parent side
 def _verifier_stub():
+    from amdkv.config import VerifierConfig
     from amdkv.verify.verifier import Verifier
 
-    return Verifier.__new__(Verifier)
+    verifier = Verifier.__new__(Verifier)
+    verifier.config = VerifierConfig()
+    return verifier
 
 
 def test_parent_compares_the_call_after_timing():

@@ -55,11 +55,10 @@ def _related(task: Task, pool: list[Task]) -> frozenset[str]:
     known = _builtin_clusters().get((task.id, task.source_hash))
     if known is not None:
         return known
-    from amdkv.tasks.split import near_duplicate_clusters
+    from amdkv.tasks.split import related_ids
 
     probe = Task(id="\0" + task.id, path=task.path, source=task.source)  # never equal to a pool id
-    cluster = next(c for c in near_duplicate_clusters([probe, *pool]) if any(t is probe for t in c))
-    return frozenset(t.id for t in cluster)
+    return related_ids(probe, pool)
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,4 +1,5 @@
-"""Resolve suite specs (`builtin:all`, `builtin:rocm`, `builtin:train`, a folder, a file) to tasks.
+"""Resolve suite specs (`builtin:all`, `builtin:rocm`, `builtin:train`, `procedural:train?n=5000`,
+a folder, a file) to tasks.
 
 `builtin:<name>` is a bundled suite folder; `builtin:train` / `builtin:eval` are the bundled
 split (DESIGN.md section 4: eval tasks are never trained on). Filters narrow a listing.
@@ -49,6 +50,8 @@ SUITE_LOADERS: dict[str, str] = {
     "pytorch2hip": "amdkv.tasks.external.pytorch2hip:load",
     "tritonbench-g": "amdkv.tasks.external.tritonbench:load",
     "rocmbench": "amdkv.tasks.external.rocmbench:load",
+    # procedural:<split>[?n=..&seed=..] (docs/procedural_tasks.md)
+    "procedural": "amdkv.tasks.procedural:load_split",
 }
 
 
@@ -78,8 +81,8 @@ def load_suite(spec: str) -> list[Task]:
         return load_task_dir(path)
     if path.is_file():
         return [load_task(path)]
-    raise BadInputError(f"{spec!r} is neither a builtin suite nor a task file or folder",
-                        hint="pass builtin:all, a folder of task files, one task file, or one of "
+    raise BadInputError(f"{spec!r} is neither a builtin or procedural suite nor a task file or folder",
+                        hint="pass builtin:all, procedural:train?n=1000, a folder of task files, one task file, or one of "
                              + ", ".join(f"{p}:..." for p in sorted(SUITE_LOADERS)))
 
 

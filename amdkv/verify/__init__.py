@@ -7,8 +7,7 @@ never pay for, or need, the GPU stack. `Verifier` and `open_verifier` import it 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from amdkv._lazy import lazy_exports
 
 _EXPORTS = {
     "STATUSES": "amdkv.verify.verdict",
@@ -24,16 +23,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'amdkv.verify' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,11 @@
+"""The amdkv/rocm-qa dataset's whole chain from dataset_scripts/rocm_qa.yaml (amdkv/data/scripts.py).
+
+    python dataset_scripts/rocm_qa.py [--steps generate,build] [--publish [--dry-run]]
+"""
+
+from pathlib import Path
+
+from amdkv.data.scripts import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(Path(__file__).with_suffix(".yaml")))
