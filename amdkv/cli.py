@@ -264,8 +264,12 @@ def _register_optional_groups() -> None:
     try:
         from amdkv.toolchain.cli import toolchain_group
     except ImportError:
-        return
-    main.add_command(toolchain_group)
+        pass
+    else:
+        main.add_command(toolchain_group)
+    from amdkv.gen.cli import gen_group
+
+    main.add_command(gen_group)
 
 
 _register_optional_groups()
