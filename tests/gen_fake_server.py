@@ -13,12 +13,13 @@ with `transformers serve` and an overfit tiny model (tests/test_gen_serve.py).
         [--max-prompt-chars 20000] [--model fake-model] [--delay-s 0.5]
 
 Every request is appended to --log as one JSON line (`n`, turn, task, status) before it is
-answered, so tests count what the server really saw.
+answered, so tests count what the server really saw. `POST /control` with a JSON object of
+settings (the option names with underscores) changes the behaviour, restarts the request count and
+empties the log, so one server process serves many tests.
 """
 
-from __future__ import annotations
-
 import argparse
+import asyncio
 import json
 import re
 import threading
@@ -26,18 +27,24 @@ import time
 import uuid
 from pathlib import Path
 
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
 TASK_HEADER = re.compile(r"## Task `([^`]+)`")
 
 
-def build_app(args: argparse.Namespace):
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+BEHAVIOUR = ("model", "actions", "fail_first", "fail_status", "sleep_first", "sleep_s", "delay_s", "ignore_n",
+             "reasoning", "max_prompt_chars")
 
+
+def build_app(args: argparse.Namespace):
+    # FastAPI reads the endpoint's annotations at runtime: no `from __future__ import annotations`
+    # in this file, and `Request` must be a module-level name
     from amdkv.gen.replay import reference_solution, scripted_reply
     from amdkv.tasks.suites import load_suite
 
     tasks = {t.id: t for t in load_suite(args.tasks)}
-    actions = args.actions.split(",")
+    conf = {k: getattr(args, k) for k in BEHAVIOUR}
     seen = {"count": 0}
     lock = threading.Lock()
     app = FastAPI()
@@ -48,7 +55,20 @@ def build_app(args: argparse.Namespace):
 
     @app.get("/v1/models")
     def models():
-        return {"object": "list", "data": [{"id": args.model, "object": "model"}]}
+        return {"object": "list", "data": [{"id": conf["model"], "object": "model"}]}
+
+    @app.post("/control")
+    async def control(request: Request):
+        """Change the behaviour (any BEHAVIOUR key), restart the request count, empty the log."""
+        changes = await request.json()
+        unknown = set(changes) - set(BEHAVIOUR)
+        if unknown:
+            return JSONResponse({"error": {"message": f"unknown settings {sorted(unknown)}"}}, status_code=400)
+        with lock:
+            conf.update({k: getattr(args, k) for k in BEHAVIOUR}, **changes)
+            seen["count"] = 0
+            open(args.log, "w").close()
+        return conf
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
@@ -63,41 +83,40 @@ def build_app(args: argparse.Namespace):
         turn = sum(m["role"] == "assistant" for m in messages)
         n = int(body.get("n") or 1)
         entry = {"i": index, "task": task_id, "turn": turn, "n": n}
-        if body.get("model") != args.model:
+        if body.get("model") != conf["model"]:
             log({**entry, "status": 404})
             return JSONResponse({"error": {"message": f"model {body.get('model')!r} not found"}}, status_code=404)
-        if index <= args.fail_first:
-            log({**entry, "status": args.fail_status})
-            return JSONResponse({"error": {"message": "scripted failure"}}, status_code=args.fail_status)
-        if index <= args.sleep_first:
+        if index <= conf["fail_first"]:
+            log({**entry, "status": conf["fail_status"]})
+            return JSONResponse({"error": {"message": "scripted failure"}}, status_code=conf["fail_status"])
+        if index <= conf["sleep_first"]:
             log({**entry, "status": "sleep"})
-            time.sleep(args.sleep_s)
+            await asyncio.sleep(conf["sleep_s"])  # never time.sleep: it would stall every other request
         prompt_chars = sum(len(m.get("content") or "") for m in messages)
-        if args.max_prompt_chars and prompt_chars > args.max_prompt_chars:
+        if conf["max_prompt_chars"] and prompt_chars > conf["max_prompt_chars"]:
             log({**entry, "status": 400})
             return JSONResponse({"error": {"message": f"This model's maximum context length is exceeded "
                                                       f"({prompt_chars} characters)"}}, status_code=400)
-        if args.delay_s:
-            time.sleep(args.delay_s)
+        if conf["delay_s"]:
+            await asyncio.sleep(conf["delay_s"])
         code = reference_solution(tasks[task_id], args.language) if task_id in tasks else None
+        actions = conf["actions"].split(",")
         action = actions[min(turn, len(actions) - 1)]
         choices = []
-        for i in range(1 if args.ignore_n else n):
+        for i in range(1 if conf["ignore_n"] else n):
             if code is None:
-                content, finish, reasoning = "I cannot help with that.", "stop", None
+                content, finish = "I cannot help with that.", "stop"
             else:
                 reply = scripted_reply(action, code)
-                content, finish, reasoning = reply.content, reply.finish_reason, None
-                if args.reasoning:
-                    reasoning = f"Thinking about {task_id}, turn {turn}, choice {i}."
+                content, finish = reply.content, reply.finish_reason
             message = {"role": "assistant", "content": content}
-            if reasoning is not None:
-                message["reasoning_content"] = reasoning
+            if conf["reasoning"]:
+                message["reasoning_content"] = f"Thinking about {task_id}, turn {turn}, choice {i}."
             choices.append({"index": i, "message": message, "finish_reason": finish})
         log({**entry, "status": 200, "choices": len(choices)})
         completion = sum(len(c["message"]["content"]) // 4 for c in choices)
         return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-                "model": args.model, "choices": choices,
+                "model": conf["model"], "choices": choices,
                 "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": completion,
                           "total_tokens": prompt_chars // 4 + completion}}
 

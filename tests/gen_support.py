@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -67,6 +68,19 @@ class FakeServer:
         wait_http(self.base_url + "/models", proc=self.proc)
         return self
 
+    def configure(self, **settings: Any) -> "FakeServer":
+        """Set the behaviour for the next requests (options of gen_fake_server.py, with
+        underscores); unnamed ones go back to the command line's values; the log is emptied."""
+        r = httpx.post(self.base_url.removesuffix("/v1") + "/control", json=settings, timeout=30)
+        r.raise_for_status()
+        return self
+
+    def __enter__(self) -> "FakeServer":  # `with server.configure(...) as server:` scopes a test's settings
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -107,3 +121,28 @@ def gen_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """`amdkv gen ...` in a subprocess (the real CLI, its own verifier)."""
     return subprocess.run([PYTHON, "-m", "amdkv.cli", "gen", *args], env=env(), capture_output=True, text=True,
                           timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def cpu_verifier():
+    """One local CPU verifier per test module (Triton interpreter), shared by its in-process runs."""
+    from amdkv.config import VerifierConfig
+    from amdkv.verify.scheduler import open_verifier
+
+    with open_verifier(VerifierConfig.from_env(device="cpu", jobs=2)) as verifier:
+        yield verifier
+
+
+def openai_settings(out: Path, base_url: str, *task_ids: str, turns: int = 2, samples: int = 1,
+                    concurrency: int = 2, **kw: Any):
+    """GenSettings of a Triton run through the OpenAI client (0 shots: short prompts)."""
+    from amdkv.gen.agent import AgentConfig
+    from amdkv.gen.pipeline import PipelineSettings
+    from amdkv.gen.run import GenSettings
+    from amdkv.prompts import PromptConfig
+
+    agent = AgentConfig(language="triton", prompt=PromptConfig(shots=0), turns=turns, samples=samples)
+    pipeline = PipelineSettings(llm_concurrency=concurrency, **{k: kw.pop(k) for k in list(kw)
+                                                                if k in ("max_active_tasks", "max_llm_failures")})
+    return GenSettings(tasks="builtin:all", task_ids=task_ids, out=str(out), llm="openai", model="fake-model",
+                       base_url=base_url, agent=agent, pipeline=pipeline, **kw)

@@ -11,9 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from gen_support import run_trajectories, statuses
+from gen_support import cpu_verifier, run_trajectories, statuses  # noqa: F401
 
-from amdkv.config import VerifierConfig
 from amdkv.gen.agent import AgentConfig
 from amdkv.gen.run import GenSettings, run_gen
 from amdkv.prompts import PromptConfig
@@ -22,11 +21,8 @@ TASKS = ("l1_relu", "l1_softmax", "l1_sum_lastdim")
 
 
 @pytest.fixture(scope="module")
-def verifier():
-    from amdkv.verify.scheduler import open_verifier
-
-    with open_verifier(VerifierConfig.from_env(device="cpu", jobs=2)) as v:
-        yield v
+def verifier(cpu_verifier):
+    return cpu_verifier
 
 
 def settings(out: Path, *task_ids: str, turns: int = 2, samples: int = 1, script: str | None = None,

@@ -56,6 +56,8 @@ def _gen_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="model requests in flight"),
         click.option("--active-tasks", default=None, type=click.IntRange(min=1),
                      help="tasks in progress at once (default 2 x concurrency + 4)"),
+        click.option("--max-llm-failures", default=3, show_default=True, type=click.IntRange(min=1),
+                     help="consecutive requests failing for good before the run stops starting work"),
         click.option("--retries", default=6, show_default=True, type=click.IntRange(min=1),
                      help="attempts per request on transient errors"),
         click.option("--request-timeout", default=600.0, show_default=True, type=float),
@@ -119,7 +121,7 @@ def _run(language: str, o: dict[str, Any]) -> None:
 
     pipeline = PipelineSettings(llm_concurrency=o["concurrency"], max_active_tasks=o["active_tasks"],
                                 deadline=time.monotonic() + o["max_wall"] if o["max_wall"] else None,
-                                token_budget=o["token_budget"])
+                                token_budget=o["token_budget"], max_llm_failures=o["max_llm_failures"])
     cache = {} if o["verdict_cache"] is None else {"verdict_cache": o["verdict_cache"]}
     settings = GenSettings(tasks=o["tasks_spec"], out=o["out_dir"], agent=agent, llm=o["llm"], model=o["model"],
                            base_url=o["base_url"], api_key=o["api_key"], task_ids=tuple(o["task_ids"]),

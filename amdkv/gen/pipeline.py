@@ -156,6 +156,7 @@ class GenPipeline:
                         self._on_verdict(fut, kind, payload)
                 self.on_event("tick", {"gen": self._gen_inflight, "verify": self._verify_inflight})
         meter.observe(self._gen_inflight, self._verify_inflight)
+        self._accepting()  # name the stop reason even when it arose with nothing left to start
         self.result.activity = meter.result()
         if queue and self.result.stopped:
             self.result.abandoned[f"not_started:{self.result.stopped}"] += sum(len(s) for _, s, _ in queue)
