@@ -143,6 +143,73 @@ def _run(language: str, o: dict[str, Any]) -> None:
     sys.exit(outcome.exit_code)
 
 
+@gen_group.command("rocm-qa")
+@click.option("--source", "sources", multiple=True, required=True, type=click.Path(exists=True, file_okay=False),
+              help="a library's source tree (repeatable): a git checkout, a Debian source package, any folder")
+@click.option("--library", "libraries", multiple=True, help="a name per --source (default: Debian source or folder name)")
+@click.option("--llm", type=click.Choice(["openai", "hf", "replay"]), default="openai", show_default=True,
+              help="replay: the scripted QA model (no model; docs/gen.md)")
+@click.option("--model", default=None)
+@click.option("--base-url", default=None)
+@click.option("--api-key", default=None)
+@click.option("--pairs", "pairs_per_chunk", default=3, show_default=True, type=click.IntRange(min=1),
+              help="pairs asked per chunk")
+@click.option("--max-chunks", default=None, type=click.IntRange(min=1), help="per tree, spread evenly")
+@click.option("--max-lines", default=120, show_default=True, type=click.IntRange(min=10), help="lines per chunk")
+@click.option("--max-span", default=80, show_default=True, type=click.IntRange(min=1), help="cited lines per pair")
+@click.option("--temperature", default=0.3, show_default=True, type=float)
+@click.option("--max-tokens", default=2048, show_default=True, type=click.IntRange(min=1))
+@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--retries", default=6, show_default=True, type=click.IntRange(min=1))
+@click.option("--request-cache", default=None, help="request cache folder (default OUT/requests; '' = off)")
+@click.option("--licence", default=None, help="licence of the trees (default: detected)")
+@click.option("--chunks-only", is_flag=True, help="only chunk the trees and count (no model)")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def gen_rocm_qa(sources: tuple[str, ...], libraries: tuple[str, ...], llm: str, model: str | None,
+                base_url: str | None, api_key: str | None, pairs_per_chunk: int, max_chunks: int | None,
+                max_lines: int, max_span: int, temperature: float, max_tokens: int, concurrency: int, retries: int,
+                request_cache: str | None, licence: str | None, chunks_only: bool, out_dir: str,
+                as_json: bool) -> None:
+    """Question-answer pairs grounded in ROCm library sources, written as `rocm_qa` records."""
+    from amdkv.gen.llm import SamplingParams
+    from amdkv.gen.qa.run import QASettings, run_qa
+    from amdkv.gen.retry import RetryPolicy
+
+    settings = QASettings(sources=sources, out=out_dir, libraries=libraries, llm=llm, model=model, base_url=base_url,
+                          api_key=api_key, params=SamplingParams(temperature=temperature, max_tokens=max_tokens),
+                          pairs_per_chunk=pairs_per_chunk, max_chunks=max_chunks, max_lines=max_lines,
+                          max_span=max_span, concurrency=concurrency, request_cache=request_cache,
+                          retry=RetryPolicy(attempts=retries), licence=licence, chunks_only=chunks_only)
+    outcome = run_qa(settings, progress=not as_json)
+    if as_json:
+        click.echo(json.dumps(outcome.summary, indent=2, default=str))
+    else:
+        print_qa_summary(outcome.summary)
+    if outcome.error is not None:
+        click.echo(f"error: {outcome.error}", err=True)
+    sys.exit(outcome.exit_code)
+
+
+def print_qa_summary(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="rocm-qa: chunks per library")
+    for col in ("library", "commit", "files", "chunks", "functions", "classes", "truncated"):
+        table.add_column(col)
+    for lib, st in summary["chunks"].items():
+        table.add_row(lib, str(st["commit"])[:40], *(str(st[k]) for k in ("files", "chunks", "functions", "classes",
+                                                                         "truncated")))
+    Console().print(table)
+    if "this_invocation" in summary:
+        inv = summary["this_invocation"]
+        drops = ", ".join(f"{k[5:]}: {v}" for k, v in sorted(inv.items()) if k.startswith("drop:")) or "none"
+        Console().print(f"chunks asked {inv['chunks_asked']}, pairs proposed {inv.get('proposed', 0)}, kept "
+                        f"{inv.get('kept', 0)}, dropped {inv.get('dropped', 0)} ({drops}); pairs recorded in the run: "
+                        f"{summary['pairs_recorded']}")
+
+
 def print_gen_summary(summary: dict[str, Any]) -> None:
     """The summary as a readable table (rich)."""
     from rich.console import Console

@@ -23,8 +23,6 @@ trajectories is refused (use another folder); more `--samples` or more tasks ext
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import hashlib
 import json
 import math
 import os
@@ -40,9 +38,8 @@ from amdkv.gen.agent import AgentConfig, agent_for
 from amdkv.gen.pipeline import GenPipeline, PipelineResult, PipelineSettings
 from amdkv.gen.records import TRAJECTORY, open_records, work_key
 from amdkv.gen.retry import RetryPolicy
+from amdkv.gen.rundir import open_manifest, write_json
 
-MANIFEST = "manifest.json"
-RUN_FORMAT = "amdkv-gen-run"
 LLM_KINDS = ("openai", "hf", "replay")
 # abandon reasons a re-run can fix (the run ends with exit code 3 when any occurred)
 INFRA_REASONS = ("llm_unavailable", "infra_error", "verify_submit_failed", "llm_error")
@@ -109,7 +106,10 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
     out = Path(settings.out)
     tasks = select_tasks(settings)
     identity = {"model": settings.model_name, **settings.agent.identity()}
-    run_key = _open_manifest(out, identity, settings)
+    run_key = open_manifest(out, identity, {
+        "tasks": settings.tasks, "task_ids": list(settings.task_ids), "samples": settings.agent.samples,
+        "llm": settings.llm, "base_url": settings.base_url, "replay_from": settings.replay_from,
+        "script": settings.script, "verifier_url": settings.verifier_url, "device": settings.verifier.device})
     records = open_records(out / "records")
     agent = agent_for(settings.agent, model=settings.model_name, run_key=run_key)
     own_client = client is None
@@ -134,7 +134,7 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
         write_samples_file(out / "samples.jsonl", records.records(TRAJECTORY), run_key)
         summary = build_summary(settings, run_key, tasks, records.records(TRAJECTORY), result, client.stats.to_dict(),
                                 skipped, time.monotonic() - started, platform)
-        _write_json(out / "summary.json", summary)
+        write_json(out / "summary.json", summary)
     finally:
         records.close()
         if own_client:
@@ -194,51 +194,6 @@ def _plan(tasks: list[Any], agent: Any, client: Any, records: Any, settings: Gen
     return work, dict(skipped)
 
 
-# ------------------------------------------------------------------------------- the manifest
-def _open_manifest(out: Path, identity: dict[str, Any], settings: GenSettings) -> str:
-    """Create or check OUT/manifest.json; returns the run key."""
-    out.mkdir(parents=True, exist_ok=True)
-    run_key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    path = out / MANIFEST
-    invocation = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "tasks": settings.tasks, "task_ids": list(settings.task_ids), "samples": settings.agent.samples,
-                  "llm": settings.llm, "base_url": settings.base_url, "replay_from": settings.replay_from,
-                  "script": settings.script, "verifier_url": settings.verifier_url,
-                  "device": settings.verifier.device, "amdkv": _amdkv_version()}
-    if path.exists():
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise BadInputError(f"{path} is unreadable: {exc}", hint="restore it or use a new --out folder") from exc
-        if manifest.get("format") != RUN_FORMAT:
-            raise BadInputError(f"{out} is not an `amdkv gen` run folder", hint="use a new or empty --out folder")
-        if manifest["run_key"] != run_key:
-            diff = sorted(k for k in set(identity) | set(manifest["identity"])
-                          if identity.get(k) != manifest["identity"].get(k))
-            raise BadInputError(f"{out} holds a run with other settings ({', '.join(diff)} differ)",
-                                hint="re-run with the same settings to resume it, or pass a new --out folder")
-        manifest["invocations"].append(invocation)
-    else:
-        if out.exists() and any(p.name != "records" for p in out.iterdir()):
-            raise BadInputError(f"{out} is not empty and has no {MANIFEST}", hint="use a new or empty --out folder")
-        manifest = {"format": RUN_FORMAT, "version": 1, "run_key": run_key, "identity": identity,
-                    "invocations": [invocation]}
-    _write_json(path, manifest)
-    return run_key
-
-
-def _amdkv_version() -> str:
-    import amdkv
-
-    return amdkv.__version__
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 # ----------------------------------------------------------------------- clients and verifiers
 def build_client(settings: GenSettings, tasks: list[Any]) -> Any:
     """The client `settings.llm` asks for, with the request cache in front of model clients."""
@@ -249,22 +204,12 @@ def build_client(settings: GenSettings, tasks: list[Any]) -> Any:
             return StoredReplay.from_path(settings.replay_from, model=settings.model_name)
         return ScriptedReplay(solutions_from(tasks, settings.agent.language), parse_script(settings.script),
                               model=settings.model_name)
-    if settings.llm == "openai":
-        from amdkv.gen.openai_client import OpenAIChatClient
+    from amdkv.gen.clients import open_model_client, request_cache_dir
 
-        client: Any = OpenAIChatClient(settings.model, settings.base_url, api_key=settings.api_key,
-                                       max_concurrency=settings.pipeline.llm_concurrency,
-                                       request_timeout=settings.request_timeout, retry=settings.retry)
-    else:
-        from amdkv.gen.hf_client import TransformersChatClient
-
-        client = TransformersChatClient(settings.model, device=settings.hf_device,
-                                        max_batch=max(16, settings.pipeline.llm_concurrency))
-    if settings.request_cache == "":
-        return client
-    from amdkv.gen.request_cache import CachedClient, RequestCache
-
-    return CachedClient(client, RequestCache(settings.request_cache or Path(settings.out) / "requests"))
+    cache = request_cache_dir(settings.request_cache, settings.out)
+    return open_model_client(settings.llm, settings.model, base_url=settings.base_url, api_key=settings.api_key,
+                             concurrency=settings.pipeline.llm_concurrency, request_timeout=settings.request_timeout,
+                             retry=settings.retry, hf_device=settings.hf_device, cache_dir=cache)
 
 
 def open_gen_verifier(settings: GenSettings) -> Any:
