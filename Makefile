@@ -20,7 +20,7 @@ $(STAMP): $(VPY) pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q $(TORCH)
 	$(VPY) -m pip install -q $(TRITON) $(NUMPY)
-	$(VPY) -m pip install -q -e ".[test]"
+	$(VPY) -m pip install -q -e ".[test,serve]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from amdkv.errors import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_INFRA, EXIT_OK, AmdkvError
+from amdkv.serve.protocol import TOKEN_ENV
 
 
 class _Group(click.Group):
@@ -113,6 +114,18 @@ def tasks_list(spec: str, suite: str | None, split: str | None, level: int | Non
                       " ".join(f"{c.name}[{'C' if c.is_correctness else ''}{'P' if c.is_performance else ''}]"
                                for c in t.cases))
     Console().print(table)
+
+
+@tasks.command("reference-samples")
+@click.argument("spec")
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False), help="samples JSONL to write")
+def tasks_reference_samples(spec: str, out_file: str) -> None:
+    """Write a samples file whose one sample per task is the benchmark's own reference solution
+    (for `amdkv eval SPEC --samples FILE`; KernelBench's need `--policy reference`)."""
+    from amdkv.evaluation.reference_samples import write_reference_samples
+
+    n, missing = write_reference_samples(spec, out_file)
+    click.echo(f"wrote {n} reference sample(s) to {out_file}" + (f"; no reference for {missing}" if missing else ""))
 
 
 # ---------------------------------------------------------------------------------------- env
@@ -218,16 +231,29 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
 @click.option("--allow-partial", is_flag=True, help="tasks with fewer samples than k: report pass@k as not reportable")
 @click.option("--verdict-cache/--no-verdict-cache", default=None,
               help="reuse verdicts of identical earlier verifications (default: on, or AMDKV_VERDICT_CACHE)")
+@click.option("--policy", default="strict", show_default=True, type=click.Choice(["strict", "reference"]),
+              help="reference: the sanity run of a benchmark's PyTorch references as candidates (docs/benchmarks.md)")
+@click.option("--benchmark-verdicts/--no-benchmark-verdicts", default=None,
+              help="also verify under the benchmark's own rule (default: on for external suites)")
+@click.option("--model-name", default=None, help="the model named in model_index.json (default: samples file stem)")
 @click.option("--compare", nargs=2, type=click.Path(), default=None, metavar="A B",
               help="compare two runs (folders or metrics.json) instead of evaluating")
+@click.option("--verifier-url", default=None, metavar="URL",
+              help="verify on an `amdkv serve` service (its device, jobs, trials and timeout apply)")
+@click.option("--verifier-token", envvar=TOKEN_ENV, show_envvar=True, default=None,
+              help="the service's bearer token")
 @click.option("--json", "as_json", is_flag=True, help="print metrics.json (or the comparison) as JSON")
-def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str, p_text: str,
-             device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
-             allow_partial: bool, verdict_cache: bool | None, compare: tuple[str, str] | None, as_json: bool) -> None:
+@click.pass_context
+def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str,
+             p_text: str, device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
+             allow_partial: bool, verdict_cache: bool | None, policy: str, benchmark_verdicts: bool | None,
+             model_name: str | None, compare: tuple[str, str] | None, verifier_url: str | None,
+             verifier_token: str | None, as_json: bool) -> None:
     """Verify a samples file against SUITE and write metrics.json, report.md and report.html to --out.
 
     \b
     amdkv eval SUITE --samples FILE.jsonl --out DIR [--k 1,3] [--p 1.0] [--device cpu] [--jobs N]
+    amdkv eval SUITE --samples FILE.jsonl --out DIR --verifier-url http://HOST:8765
     amdkv eval --compare RUN_A RUN_B [--json]
     """
     from amdkv import evaluation
@@ -244,11 +270,17 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
         sys.exit(EXIT_OK)
     if not suite or not samples_file or not out_dir:
         raise click.UsageError("amdkv eval needs SUITE, --samples FILE.jsonl and --out DIR (or --compare A B)")
+    local_only = [f"--{n}" for n in ("device", "jobs", "trials", "timeout")
+                  if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    if verifier_url and local_only:
+        raise click.UsageError(f"{', '.join(local_only)} set the local verifier; with --verifier-url the service's "
+                               "own settings apply (see its /v1/health): drop them, or start the service with them")
     settings = evaluation.EvalSettings(
         suite=suite, samples=samples_file, out=out_dir, ks=evaluation.parse_int_list(k_text, "--k"),
         ps=evaluation.parse_float_list(p_text, "--p"), device=device, jobs=jobs, trials=trials, timeout=timeout,
-        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed,
-        config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
+        allow_partial=allow_partial, bootstrap=bootstrap, seed=seed, policy=policy,
+        benchmark_verdicts=benchmark_verdicts, model_name=model_name, verifier_url=verifier_url,
+        verifier_token=verifier_token, config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
     outcome = evaluation.run_eval(settings, progress=not as_json)
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
@@ -259,14 +291,42 @@ def eval_cmd(suite: str | None, samples_file: str | None, out_dir: str | None, k
     sys.exit(EXIT_INFRA if outcome.infra_errors else EXIT_OK)
 
 
+@main.command("publish-metric")
+@click.argument("module_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--repo-id", required=True, help="ORG/NAME of the Hub Space, e.g. amdkv/rocmbench")
+@click.option("--tasks", "tasks_spec", default=None,
+              help="also publish this suite's files as the dataset ORG/NAME-tasks (licences permitting)")
+@click.option("--private", is_flag=True, help="create the Space private")
+@click.option("--dry-run", is_flag=True, help="stage and check everything, upload nothing")
+@click.option("--json", "as_json", is_flag=True)
+def publish_metric_cmd(module_dir: str, repo_id: str, tasks_spec: str | None, private: bool, dry_run: bool,
+                       as_json: bool) -> None:
+    """Publish an `evaluate` metric module folder (eval/metrics/NAME) as a Hub Space."""
+    from amdkv.evaluation.publish_metric import publish_metric
+
+    result = publish_metric(module_dir, repo_id, tasks_spec=tasks_spec, private=private, dry_run=dry_run)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        for line in result["log"]:
+            click.echo(line)
+
+
 def _register_optional_groups() -> None:
-    """Stage groups that live in their own packages (loaded only if present)."""
+    """Stage groups that live in their own packages (loaded only if present). Their modules import
+    click only: FastAPI and friends load when the command runs, never for `amdkv --help`."""
     try:
         from amdkv.toolchain.cli import toolchain_group
     except ImportError:
         pass
     else:
         main.add_command(toolchain_group)
+    try:
+        from amdkv.serve.cli import serve_command
+    except ImportError:
+        pass
+    else:
+        main.add_command(serve_command)
     from amdkv.gen.cli import gen_group
 
     main.add_command(gen_group)

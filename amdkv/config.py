@@ -26,6 +26,10 @@ SPARE_STARTS = ("auto", "fork", "exec")
 JUDGE_DEVICES = ("gpu", "cpu")
 TIMING_METHODS = ("auto", "events", "graph", "profiler")
 SMALL_KERNEL_METHODS = ("profiler", "graph")
+# Which checks decide a verdict (docs/benchmarks.md): `strict` every check; `reference` the same minus
+# the rules that refuse plain PyTorch (for a benchmark's PyTorch reference run as a candidate);
+# `benchmark` the task's own benchmark rule (e.g. allclose at the benchmark's tolerance), no anti-hack.
+POLICIES = ("strict", "reference", "benchmark")
 
 
 def default_cache_dir() -> str:
@@ -76,6 +80,7 @@ class VerifierConfig:
     prewarm_profiler: bool = _field(True, "AMDKV_PREWARM_PROFILER", "GPU spares start torch.profiler once before their job (0: skip)", worker=True)
     worker_threads: int | None = _field(None, "AMDKV_WORKER_THREADS", "torch threads per worker process (unset: torch's default; forked workers: OMP_NUM_THREADS)", worker=True)
     max_attempts: int = _field(2, "AMDKV_MAX_ATTEMPTS", "runs of one candidate at most when its GPU fails a health check (multi-GPU)")
+    policy: str = _field("strict", "AMDKV_POLICY", "strict | reference | benchmark: which checks decide a verdict (docs/benchmarks.md)", verdict=True)
 
     def __post_init__(self) -> None:
         _check_choice("device", self.device, DEVICES)
@@ -83,6 +88,7 @@ class VerifierConfig:
         _check_choice("judge_device", self.judge_device, JUDGE_DEVICES)
         _check_choice("timing_method", self.timing_method, TIMING_METHODS)
         _check_choice("small_kernel_method", self.small_kernel_method, SMALL_KERNEL_METHODS)
+        _check_choice("policy", self.policy, POLICIES)
         for name in ("jobs", "trials", "max_attempts"):
             if int(getattr(self, name)) < 1:
                 raise BadInputError(f"{name}={getattr(self, name)!r}: must be >= 1", hint=f"e.g. {name}=1")
@@ -110,6 +116,14 @@ class VerifierConfig:
 
     def replace(self, **changes: Any) -> "VerifierConfig":
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "VerifierConfig":
+        """The inverse of `to_dict()` (e.g. a config an `amdkv serve` service reports); keys this
+        version does not know are ignored, so an older client can read a newer server's config."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        return cls(**values)
 
     # ------------------------------------------------------------------------- views
     def to_dict(self) -> dict[str, Any]:
@@ -220,7 +234,7 @@ def _parse(f: dataclasses.Field, env: str, text: str) -> Any:
         if kind.startswith("float"):
             return float(text)
         return text.lower() if f.name in ("device", "spare_start", "judge_device", "timing_method",
-                                          "small_kernel_method") else text
+                                          "small_kernel_method", "policy") else text
     except ValueError as exc:
         raise BadInputError(f"{env}={text!r} is not a valid {f.name} ({exc})",
                             hint=f"{f.metadata['doc']}; unset {env} to use the default") from None

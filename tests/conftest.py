@@ -16,6 +16,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Reference caches of the test session live in a temp dir, not in the user's ~/.cache."""
     if "AMDKV_CACHE_DIR" not in os.environ:
         os.environ["AMDKV_CACHE_DIR"] = str(tmp_path_factory.mktemp("amdkv-cache"))
+    # `evaluate.load` copies modules into HF_MODULES_CACHE (read when evaluate is first imported).
+    os.environ.setdefault("HF_MODULES_CACHE", str(tmp_path_factory.mktemp("hf-modules")))
     # Every test that verifies means a real run: the verdict cache would answer a candidate that an
     # earlier test already verified. The tests of the cache itself switch it on explicitly.
     os.environ.setdefault("AMDKV_VERDICT_CACHE", "0")

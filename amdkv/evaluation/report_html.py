@@ -132,6 +132,35 @@ def _rates_rows(groups: dict[str, Any], k: int) -> list[tuple[str, list[tuple[st
     return rows
 
 
+def _benchmark_html(m: dict[str, Any]) -> list[str]:
+    """The benchmark's own metric next to amdkv's, and the disagreements (as in report.md)."""
+    from amdkv.evaluation.benchmarks import agreement_line, comparison_rows
+
+    bench = m.get("benchmark")
+    if not bench:
+        return []
+    label = bench["amdkv_label"].replace("_", "-")
+    b = [f"<h2>{esc(bench['display'])}: its own metric next to {esc(label)}</h2>",
+         f"<p>benchmark rule: {esc(bench['rule'])}<br>agreement: {esc(agreement_line(bench))}</p>",
+         f"<table><tr><th>metric</th><th>benchmark rule</th><th>95% CI</th><th>{esc(label)}</th><th>95% CI</th>"
+         "<th>n (tasks)</th></tr>"]
+    for r in comparison_rows(bench):
+        b.append("<tr>" + "".join(f"<td>{esc(r[c])}</td>" for c in
+                                  ("metric", "benchmark", "benchmark_ci", "amdkv", "amdkv_ci", "n")) + "</tr>")
+    b.append("</table>")
+    rows = (bench.get("agreement") or {}).get("disagreements") or []
+    if rows:
+        b.append(f"<h3>Disagreements</h3><table><tr><th>task</th><th>sample</th><th>benchmark rule</th>"
+                 f"<th>{esc(label)}</th><th>why</th></tr>")
+        for d in rows:
+            ours = d[bench["amdkv_label"]]
+            b.append(f"<tr><td>{esc(d['task_id'])}</td><td>{esc(d['sample_index'])}</td>"
+                     f"<td>{esc(d['benchmark']['status'])} {esc(d['benchmark']['reason'] or '')}</td>"
+                     f"<td>{esc(ours['status'])} {esc(ours['reason'] or '')}</td><td>{esc(d['why'])}</td></tr>")
+        b.append("</table>")
+    return b
+
+
 def render_html(m: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
     platform = m.get("platform")
     title = f"amdkv eval: {m.get('suite')} on {platform}"
@@ -179,6 +208,8 @@ def render_html(m: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
         b.append(f'<tr><td><b>{esc(name)}</b></td><td class="num">{value}</td><td>{ci}</td>'
                  f'<td class="num">{esc(e.get("n"))}</td><td>{esc(e.get("aggregation"))}</td></tr>')
     b.append("</table>")
+
+    b += _benchmark_html(m)
 
     # charts
     k = _first_k(m)

@@ -51,6 +51,34 @@ def header_lines(m: dict[str, Any]) -> list[str]:
     return lines
 
 
+def benchmark_section(m: dict[str, Any]) -> list[str]:
+    """For an external benchmark: its own metric under its own rule next to amdkv's, and every
+    sample on which the two verdicts disagree (docs/benchmarks.md)."""
+    from amdkv.evaluation.benchmarks import agreement_line, comparison_rows
+
+    b = m.get("benchmark")
+    if not b:
+        return []
+    label = b["amdkv_label"].replace("_", "-")
+    out = ["", f"## {b['display']}: its own metric next to {label}", "",
+           f"- **benchmark rule:** {b['rule']}",
+           f"- **{label}:** amdkv's verdicts (policy `{b['policy']}`: docs/benchmarks.md)",
+           f"- **agreement:** {agreement_line(b)}", "",
+           f"| metric | benchmark rule | 95% CI | {label} | 95% CI | n (tasks) |", "|---|---|---|---|---|---|"]
+    for r in comparison_rows(b):
+        out.append(f"| {_cell(r['metric'])} | {r['benchmark']} | {r['benchmark_ci']} | {r['amdkv']} | "
+                   f"{r['amdkv_ci']} | {r['n']} |")
+    rows = (b.get("agreement") or {}).get("disagreements") or []
+    if rows:
+        out += ["", "### Disagreements", "", f"| task | sample | benchmark rule | {label} | why |", "|---|---|---|---|---|"]
+        for d in rows:
+            ours = d[b["amdkv_label"]]
+            out.append(f"| {_cell(d['task_id'])} | {d['sample_index']} | {_cell(d['benchmark']['status'])} "
+                       f"{_cell(d['benchmark']['reason'] or '')} | {_cell(ours['status'])} {_cell(ours['reason'] or '')} "
+                       f"| {_cell(d['why'])} |")
+    return out
+
+
 def render_markdown(m: dict[str, Any]) -> str:
     platform = m.get("platform")
     out = [f"# amdkv eval: {m.get('suite')} on {platform}", ""]
@@ -68,6 +96,7 @@ def render_markdown(m: dict[str, Any]) -> str:
         out += ["", "No speedups: the cpu platform (Triton interpreter) runs correctness cases only, so "
                     "fast_p, geomean speedups and sol are not reportable."]
 
+    out += benchmark_section(m)
     out += ["", "## Breakdowns", ""]
     cols = breakdown_columns(m)
     for dim, groups in (m.get("breakdowns") or {}).items():

@@ -26,10 +26,15 @@ def record_key(task_id: str, sample_index: int) -> tuple[str, int]:
     return (task_id, int(sample_index))
 
 
-def fingerprint(*, sample_sha: str, task_source_hash: str, platform: str, trials: int) -> dict[str, Any]:
-    """What must be unchanged for a stored verdict to stand for the sample again."""
-    return {"sample_sha": sample_sha, "task_source_hash": task_source_hash, "platform": platform,
-            "trials": int(trials)}
+def fingerprint(*, sample_sha: str, task_source_hash: str, platform: str, trials: int,
+                policy: str = "strict") -> dict[str, Any]:
+    """What must be unchanged for a stored verdict to stand for the sample again (`policy` appears
+    only when it is not the default, so results written before policies existed still match)."""
+    fp = {"sample_sha": sample_sha, "task_source_hash": task_source_hash, "platform": platform,
+          "trials": int(trials)}
+    if policy != "strict":
+        fp["policy"] = policy
+    return fp
 
 
 class ResultsFile(JsonlAppender):

@@ -22,12 +22,16 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from amdkv.errors import BadInputError
+from amdkv.evaluation.benchmarks import benchmark_of, benchmark_report
+from amdkv.evaluation.model_index import model_index
 from amdkv.evaluation.results import RESULTS_SCHEMA_VERSION, ResultsFile, fingerprint, record_key
 from amdkv.evaluation.samples import TaskSamples, check_k, parse_samples_file, sample_hash
 from amdkv.tasks.types import Task
 
 METRICS_FILE = "metrics.json"
 RESULTS_FILE = "results.jsonl"
+BENCHMARK_RESULTS_FILE = "results_benchmark.jsonl"   # the `benchmark` policy's verdicts (external suites)
+MODEL_INDEX_FILE = "model_index.json"                # Hub model-card `model-index` eval results
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 SAMPLES_DIR = "samples"
@@ -55,12 +59,16 @@ class EvalSettings:
     config: Any = None                 # amdkv.config.VerifierConfig | None
     verifier_url: str | None = None    # an `amdkv serve` service instead of local verification
     verifier_token: str | None = None
+    policy: str = "strict"             # strict | reference (docs/benchmarks.md: reference-as-candidate runs)
+    benchmark_verdicts: bool | None = None  # also verify under the benchmark's own rule (None: for external suites)
+    model_name: str | None = None      # names the model in model_index.json (default: the samples file's stem)
+    deadline: float | None = None      # time.monotonic(): samples not started by then end infra_error (re-run retries)
 
-    def verifier_config(self) -> Any:
+    def verifier_config(self, policy: str | None = None) -> Any:
         from amdkv.config import resolve_config
 
         return resolve_config(self.config, device=self.device, jobs=self.jobs, trials=self.trials,
-                              timeout=self.timeout)
+                              timeout=self.timeout, policy=policy or self.policy)
 
 
 @dataclasses.dataclass
@@ -155,7 +163,7 @@ class _EvalVerifier:
     the service), the settings that fingerprint a verdict, and the verifier itself, opened only if
     something needs verifying (a fully resumed run starts no worker)."""
 
-    def __init__(self, settings: EvalSettings) -> None:
+    def __init__(self, settings: EvalSettings, policy: str | None = None) -> None:
         self.settings = settings
         self._remote = None
         if settings.verifier_url:
@@ -167,8 +175,16 @@ class _EvalVerifier:
         else:
             from amdkv.verify.platform import detect_platform
 
-            self.config = settings.verifier_config()
+            self.config = settings.verifier_config(policy)
             self.platform = detect_platform(self.config.device)
+
+    @property
+    def policy(self) -> str:
+        return getattr(self.config, "policy", "strict")
+
+    def close(self) -> None:
+        if self._remote is not None:
+            self._remote.close()
 
     def open(self) -> Any:
         if self._remote is not None:
@@ -200,6 +216,10 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
         raise BadInputError(f"--k {ks}: every k must be >= 1", hint="e.g. --k 1,3")
     if settings.jobs < 1 or settings.trials < 1:
         raise BadInputError("--jobs and --trials must be >= 1", hint="e.g. --jobs 2 --trials 3")
+    if settings.policy not in ("strict", "reference"):
+        raise BadInputError(f"--policy {settings.policy!r}: amdkv eval runs `strict` or `reference`",
+                            hint="the benchmark's own rule runs as the second pass of external suites "
+                                 "(docs/benchmarks.md); it is never the headline verdict")
 
     # 1. everything the user gave is checked before anything runs
     suite_tasks = load_suite(settings.suite)
@@ -214,7 +234,6 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
             hint="give more samples, lower --k, or pass --allow-partial to report those pass@k as not reportable")
     source = _EvalVerifier(settings)
     platform = source.platform
-    trials = source.config.trials
 
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -224,41 +243,44 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
         for i, src in enumerate(e.samples):
             path = out / SAMPLES_DIR / _safe_name(task.id) / f"{i}.py"
             jobs.append(_Job(task, e, i, src, sample_hash(src), path))
-
-    # 2. what an earlier run already verified
-    store = ResultsFile(out / RESULTS_FILE)
-    old = store.load()
-    if store.dropped_tail:
-        log(f"note: cut an interrupted last line ({len(store.dropped_tail)} bytes) off {store.path}")
-    done: dict[tuple[str, int], dict[str, Any]] = {}
-    todo: list[_Job] = []
-    for j in jobs:
-        fp = fingerprint(sample_sha=j.sha, task_source_hash=j.task.source_hash, platform=platform.name,
-                         trials=trials)
-        rec = old.get(j.key)
-        if rec is not None and rec.get("fingerprint") == fp and rec["verdict"].get("status") != "infra_error":
-            done[j.key] = rec
-        else:
-            todo.append(j)
-    reused = len(done)
-
-    # 3. verify what is missing
     for j in jobs:
         _write_if_changed(j.path, j.source)
-    if todo:
-        _verify_jobs(todo, done, store, settings, source, total=len(jobs), progress=progress)
+
+    # 2 + 3. verify what an earlier run did not (amdkv's policy), then, for an external benchmark,
+    # the same samples under the benchmark's own rule (a second results file)
+    done, reused, verified = _verification_pass(jobs, out / RESULTS_FILE, source, settings, log, progress)
+    info = benchmark_of(suite_tasks)
+    bench_done: dict[tuple[str, int], dict[str, Any]] | None = None
+    bench_note = None
+    want_bench = settings.benchmark_verdicts if settings.benchmark_verdicts is not None else info is not None
+    if want_bench and settings.verifier_url:
+        bench_note = ("the verification service judges with its own policy; the benchmark's own verdicts need "
+                      "local verification (run without verifier_url)")
+    elif want_bench:
+        bench_done, _, bench_verified = _verification_pass(jobs, out / BENCHMARK_RESULTS_FILE,
+                                                           _EvalVerifier(settings, policy="benchmark"), settings,
+                                                           log, progress)
+        verified += bench_verified
 
     # 4. score and report
-    # run/turn come from the samples file as it is now (a reused verdict may have been recorded
-    # under another layout of turns: those are not part of what was verified)
-    ordered = [dict(done[j.key], run_index=j.entry.run_indices[j.index], turn=j.entry.turn_of(j.index),
-                    sample_path=str(j.path.relative_to(out))) for j in jobs]
+    ordered = _ordered(jobs, done, out)
     metrics = build_metrics(ordered, settings=settings, platform=platform.name,
                             suite_tasks=suite_tasks, suite_version=suite_version(suite_tasks),
                             entries=entries)
+    if info is not None:
+        metrics["benchmark"] = benchmark_report(
+            info, [j.task for j in jobs] or suite_tasks, ordered,
+            _ordered(jobs, bench_done, out) if bench_done is not None else None, policy=settings.policy,
+            ks=settings.ks, ps=settings.ps, bootstrap=settings.bootstrap, seed=settings.seed, note=bench_note)
     files = {"metrics": str(out / METRICS_FILE), "results": str(out / RESULTS_FILE),
              "report_md": str(out / REPORT_MD), "report_html": str(out / REPORT_HTML),
              "samples": str(out / SAMPLES_DIR)}
+    if bench_done is not None:
+        files["results_benchmark"] = str(out / BENCHMARK_RESULTS_FILE)
+    index = model_index(metrics, settings.model_name or Path(settings.samples).stem)
+    if index is not None:
+        write_json_atomic(out / MODEL_INDEX_FILE, index)
+        files["model_index"] = str(out / MODEL_INDEX_FILE)
     write_json_atomic(out / METRICS_FILE, metrics)
     from amdkv.evaluation.report_html import render_html
     from amdkv.evaluation.report_md import render_markdown
@@ -266,20 +288,58 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
     _write_if_changed(out / REPORT_MD, render_markdown(metrics))
     _write_if_changed(out / REPORT_HTML, render_html(metrics, ordered))
     infra = sum(1 for r in ordered if r["verdict"].get("status") == "infra_error")
-    return EvalOutcome(metrics, out, verified=len(todo), reused=reused, infra_errors=infra, files=files)
+    return EvalOutcome(metrics, out, verified=verified, reused=reused, infra_errors=infra, files=files)
+
+
+def _ordered(jobs: list[_Job], done: dict[tuple[str, int], dict[str, Any]], out: Path) -> list[dict[str, Any]]:
+    """Records in samples-file order; run/turn from the samples file as it is now (a reused verdict
+    may have been recorded under another layout of turns: those are not part of what was verified)."""
+    return [dict(done[j.key], run_index=j.entry.run_indices[j.index], turn=j.entry.turn_of(j.index),
+                 sample_path=str(j.path.relative_to(out))) for j in jobs]
+
+
+def _verification_pass(jobs: list[_Job], results_path: Path, source: _EvalVerifier, settings: EvalSettings,
+                       log: Callable[[str], None], progress: bool) -> tuple[dict[tuple[str, int], dict[str, Any]], int, int]:
+    """Reuse what `results_path` already holds for these samples, verify the rest with `source`;
+    returns (record per sample, reused, verified)."""
+    store = ResultsFile(results_path)
+    old = store.load()
+    if store.dropped_tail:
+        log(f"note: cut an interrupted last line ({len(store.dropped_tail)} bytes) off {store.path}")
+    done: dict[tuple[str, int], dict[str, Any]] = {}
+    todo: list[_Job] = []
+    for j in jobs:
+        rec = old.get(j.key)
+        if rec is not None and rec.get("fingerprint") == _fingerprint(j, source) \
+                and rec["verdict"].get("status") != "infra_error":
+            done[j.key] = rec
+        else:
+            todo.append(j)
+    reused = len(done)
+    if todo:
+        _verify_jobs(todo, done, store, settings, source, total=len(jobs), progress=progress)
+    else:
+        source.close()  # a fully resumed pass: nothing was opened, or a service client was never used
+    return done, reused, len(todo)
+
+
+def _fingerprint(j: _Job, source: _EvalVerifier) -> dict[str, Any]:
+    return fingerprint(sample_sha=j.sha, task_source_hash=j.task.source_hash, platform=source.platform.name,
+                       trials=source.config.trials, policy=source.policy)
 
 
 def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], store: ResultsFile,
                  settings: EvalSettings, source: _EvalVerifier, *, total: int, progress: bool) -> None:
     from tqdm import tqdm
 
-    platform, trials = source.platform, source.config.trials
+    platform = source.platform
     by_path = {str(j.path): j for j in todo}
     lock = threading.Lock()
     counts = Counter()
     for rec in done.values():
         _count(counts, rec["verdict"])
-    bar = tqdm(total=total, initial=total - len(todo), desc=f"eval on {platform.name}", unit="sample",
+    desc = f"eval on {platform.name}" + ("" if source.policy == "strict" else f" ({source.policy} policy)")
+    bar = tqdm(total=total, initial=total - len(todo), desc=desc, unit="sample",
                disable=not progress, file=sys.stderr, dynamic_ncols=True)
     bar.set_postfix(_postfix(counts))
 
@@ -291,8 +351,7 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
             "task_id": task.id, "sample_index": j.index, "run_index": j.entry.run_indices[j.index],
             "turn": j.entry.turn_of(j.index), "sample_sha": j.sha,
             "sample_path": str(j.path.relative_to(Path(settings.out))),
-            "fingerprint": fingerprint(sample_sha=j.sha, task_source_hash=task.source_hash,
-                                       platform=platform.name, trials=trials),
+            "fingerprint": _fingerprint(j, source),
             "task": _task_meta(task), "verdict": vd,
             "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
@@ -306,7 +365,8 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
     try:
         # One Verifier, a scheduler over every visible GPU (one per GPU, health-checked), or a service.
         with store, source.open() as verifier:
-            verifier.verify_many([(j.task, str(j.path)) for j in todo], on_result=on_result)
+            verifier.verify_many([(j.task, str(j.path)) for j in todo], on_result=on_result,
+                                 deadline=settings.deadline)
     finally:
         bar.close()
 
@@ -363,7 +423,7 @@ def build_metrics(records: Sequence[dict[str, Any]], *, settings: EvalSettings, 
         "suite": settings.suite, "samples_file": str(Path(settings.samples).resolve()),
         "samples_sha256": _file_sha(settings.samples), "device": settings.device, "jobs": settings.jobs,
         "trials": settings.trials, "timeout": settings.timeout, "allow_partial": settings.allow_partial,
-        "verifier_url": settings.verifier_url,
+        "verifier_url": settings.verifier_url, "policy": settings.policy,
     })
     return metrics
 

@@ -26,6 +26,18 @@ def print_summary(outcome: Any, console: Any = None) -> None:
             table.add_row(name, fmt_value(name, e["value"]), fmt_ci(name, e), str(e.get("n")),
                           f"[dim]{e.get('aggregation')}[/dim]")
     console.print(table)
+    bench = m.get("benchmark")
+    if bench:
+        from amdkv.evaluation.benchmarks import agreement_line, comparison_rows
+
+        label = bench["amdkv_label"].replace("_", "-")
+        side = Table(title=f"{bench['display']}: the benchmark's rule ({bench['rule']}) next to {label}")
+        for col in ("metric", "benchmark rule", "95% CI", label, "95% CI", "n"):
+            side.add_column(col)
+        for r in comparison_rows(bench):
+            side.add_row(r["metric"], r["benchmark"], r["benchmark_ci"], r["amdkv"], r["amdkv_ci"], r["n"])
+        console.print(side)
+        console.print(f"  agreement: {agreement_line(bench)} (report.md lists every disagreement)")
     console.print(f"  platform: {m.get('platform_description')}")
     if platform == "cpu":
         console.print("  interpreter-verified (Triton CPU interpreter); no speedups on cpu")
@@ -33,5 +45,7 @@ def print_summary(outcome: Any, console: Any = None) -> None:
     if outcome.infra_errors:
         console.print(f"  [magenta]{outcome.infra_errors} sample(s) hit infrastructure errors[/magenta]; "
                       "they are left out of the metrics. Re-run the same command to retry them.")
-    for key in ("report_md", "report_html", "metrics"):
+    for key in ("report_md", "report_html", "metrics", "model_index"):
+        if key not in outcome.files:
+            continue
         console.print(f"  {key.replace('_', '.')}: {outcome.files[key]}")

@@ -44,7 +44,12 @@ def _assign_splits(tasks: list[Task]) -> None:
 # Suite spec prefixes that live in their own modules: "prefix" -> "module:function", where the
 # function takes the part after "prefix:" and returns the tasks (imported only when used). One line
 # per loader, so loaders of generated or external suites plug in without touching load_suite.
-SUITE_LOADERS: dict[str, str] = {}
+SUITE_LOADERS: dict[str, str] = {
+    "kernelbench": "amdkv.tasks.external.kernelbench:load",
+    "pytorch2hip": "amdkv.tasks.external.pytorch2hip:load",
+    "tritonbench-g": "amdkv.tasks.external.tritonbench:load",
+    "rocmbench": "amdkv.tasks.external.rocmbench:load",
+}
 
 
 def load_suite(spec: str) -> list[Task]:

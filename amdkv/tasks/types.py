@@ -20,6 +20,11 @@ CASE_TAGS = (CORRECTNESS, PERFORMANCE)
 COMPARATORS = ("default", "exact", "argmax", "topk", "sort", "scalar")
 
 
+def task_source_hash(source: str) -> str:
+    """`Task.source_hash` of a task file's text (for text not loaded as a Task, e.g. a request's)."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
 @dataclasses.dataclass
 class Case:
     """One input configuration of a task.
@@ -72,7 +77,7 @@ class Task:
     @property
     def source_hash(self) -> str:
         """Content hash of the task file: part of every cache key and of the suite version."""
-        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+        return task_source_hash(self.source)
 
     def case(self, name: str) -> Case:
         for c in self.cases:

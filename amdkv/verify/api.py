@@ -245,12 +245,13 @@ class LocalVerifier(BaseVerifier):
         return verdict.enforce_invariants()
 
     @contextlib.contextmanager
-    def candidate_file(self, candidate: Candidate):
+    def candidate_file(self, candidate: Candidate, program: str | None = None):
         """The candidate's text in a private file for the worker (removed afterwards): Triton's
-        `@jit` reads its source from a file, and a caller's file may change while it is judged."""
+        `@jit` reads its source from a file, and a caller's file may change while it is judged.
+        `program`: the text to write instead, when the task wraps the candidate (verify/program.py)."""
         folder = tempfile.mkdtemp(dir=self._scratch)
         path = Path(folder) / "candidate.py"
-        path.write_text(candidate.source)
+        path.write_text(candidate.source if program is None else program)
         try:
             yield path
         finally:

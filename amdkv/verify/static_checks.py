@@ -129,8 +129,9 @@ def _resolve(name: str, aliases: dict[str, str]) -> str:
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, extra_imports: frozenset[str] = frozenset()) -> None:
         self.language = language
+        self.extra_imports = extra_imports  # modules a task allows its candidates beyond the list
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}      # local name -> fully qualified module/attr
         self.module_names: set[str] = set()    # local names bound to imported modules/attrs
@@ -152,8 +153,11 @@ class _Checker(ast.NodeVisitor):
         harness's own build step, never by the candidate: backends/hip_gpu.py)."""
         return self.language == "hip" and full in HIP_BUILD_API
 
+    def _extra_allowed(self, mod: str) -> bool:
+        return any(mod == e or mod.startswith(e + ".") for e in self.extra_imports)
+
     def _check_module(self, mod: str, node: ast.AST) -> None:
-        if self._hip_build_api(mod):
+        if self._hip_build_api(mod) or self._extra_allowed(mod):
             return
         root = mod.split(".")[0]
         if root not in ALLOWED_IMPORT_ROOTS:
@@ -288,7 +292,8 @@ class _Checker(ast.NodeVisitor):
             # the harness's op recorder; `torch._C` storage classes read files in C. Only the
             # outermost attribute of a chain is checked, so one use gives one finding.
             denied = next((d for d in DENIED_IMPORTS if full == d or full.startswith(d + ".")), None)
-            if denied and not self._inner_attribute and not self._hip_build_api(full):
+            if denied and not self._inner_attribute and not self._hip_build_api(full) \
+                    and not self._extra_allowed(full):
                 self.add("import_not_allowed", node, f"uses `{full}`: `{denied}` can reach files, "
                          "processes or the harness")
             # torch's C-level file readers (mmap), whatever they are reached through
@@ -363,11 +368,7 @@ class _Checker(ast.NodeVisitor):
         return True
 
     def _is_torch_compute(self, parts: list[str]) -> bool:
-        if parts[0] != "torch":
-            return False
-        if parts[1:3] == ["nn", "functional"] and len(parts) == 4:
-            return True
-        if len(parts) == 2 and parts[1] in _aten_compute_names():
+        if is_torch_compute_path(parts):
             return True
         # Building an nn module (nn.Linear, nn.Conv2d...) anywhere but __init__ means calling it.
         if parts[1:2] == ["nn"] and len(parts) == 3 and parts[2][:1].isupper() and self.in_model_new \
@@ -376,13 +377,31 @@ class _Checker(ast.NodeVisitor):
         return False
 
 
-def check_source(source: str, *, language: str = "triton", filename: str = "<candidate>") -> list[Finding]:
-    """All static findings for a candidate's source (empty list: nothing suspicious seen)."""
+def is_torch_compute_path(parts: list[str]) -> bool:
+    """`torch.nn.functional.X` or a `torch.X` that is an aten compute op (allocation/view excluded)."""
+    if parts[0] != "torch":
+        return False
+    if parts[1:3] == ["nn", "functional"] and len(parts) == 4:
+        return True
+    return len(parts) == 2 and parts[1] in _aten_compute_names()
+
+
+def torch_compute_name(name: str, aliases: dict[str, str]) -> str | None:
+    """The fully qualified name when dotted `name` (through import `aliases`) is a PyTorch compute op."""
+    full = _resolve(name, aliases)
+    return full if is_torch_compute_path(full.split(".")) else None
+
+
+def check_source(source: str, *, language: str = "triton", filename: str = "<candidate>",
+                 extra_imports: frozenset[str] | set[str] = frozenset()) -> list[Finding]:
+    """All static findings for a candidate's source (empty list: nothing suspicious seen).
+    `extra_imports`: modules this task allows beyond ALLOWED_IMPORT_ROOTS (a benchmark whose own
+    kernel files import them, verify/program.py)."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
         return [Finding(SYNTAX_ERROR, exc.lineno or 0, f"syntax error: {exc.msg}")]
-    checker = _Checker(language)
+    checker = _Checker(language, frozenset(extra_imports))
     if language == "hip":
         checker.hip_extensions = _hip_extension_names(tree)
     checker.visit(tree)

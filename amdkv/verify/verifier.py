@@ -11,6 +11,7 @@ Order of work (cheap and decisive first):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -27,11 +28,13 @@ from amdkv.tasks.types import Task
 from amdkv.verify import static_checks
 from amdkv.verify.api import LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
-from amdkv.verify.compare import bitwise_equal, compare_case, to_device
+from amdkv.verify.compare import bitwise_equal, compare_case, compare_rule, to_device
 from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name, time_floor_ms
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import Spare, SparePool, gpu_lock_key
+from amdkv.verify.program import (allowed_imports, candidate_part, program_findings, program_spec,
+                                  program_text, trusted_first_line)
 from amdkv.verify.reference_cache import CaseFiles, case_key
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.timing import timing_lock_path
@@ -43,9 +46,24 @@ BAD_INPUT_REASONS = frozenset({"no_model_new", "signature_mismatch", "unreadable
 # Findings that are not cheating but make the interpreter unable to judge the candidate.
 INTERPRETER_UNSUPPORTED = {"bfloat16": "bf16_on_interpreter", "libdevice": "libdevice_on_interpreter",
                            "inline_asm_elementwise": "inline_asm_on_interpreter"}
+# Static finding codes each policy does not act on (config.POLICIES; None: every anti-hack finding).
+# `reference` runs a benchmark's plain-PyTorch reference as a candidate (a sanity run): only the
+# rules that refuse PyTorch doing the work are off. `benchmark` applies the benchmark's own rule.
+POLICY_EXEMPT_STATIC: dict[str, frozenset[str] | None] = {
+    "strict": frozenset(), "reference": frozenset({"torch_fallback", "no_kernel"}), "benchmark": None}
+# Dynamic (in-worker) witnesses a policy does not act on; None: every one.
+POLICY_EXEMPT_DYNAMIC: dict[str, frozenset[str] | None] = {
+    "strict": frozenset(), "reference": frozenset({"torch_compute_in_forward", "no_kernel_launch"}),
+    "benchmark": None}
 DEFAULT_TRIALS = 3
 BASE_SEED = 1234
 INIT_SEED = 42
+
+
+class ReferenceFailed(InfrastructureError):
+    """The task's reference could not be computed. For tasks whose reference is a benchmark's own
+    kernel (`metadata["reference_failure"] == "unverifiable"`) that makes the task unverifiable on
+    this platform; for a PyTorch reference it stays a harness failure (infra_error)."""
 
 
 def detect_language(source: str) -> str:
@@ -118,7 +136,8 @@ class Verifier(LocalVerifier):
         env = dict(collect_env(with_gpu=self.platform.can_time))
         env.update({"platform": self.platform.name, "device": self.device_description,
                     "trials": self.trials, "base_seed": BASE_SEED, "init_seed": INIT_SEED,
-                    "judge_device": self.judge_device or "cpu", "verifier_identity": self.identity})
+                    "judge_device": self.judge_device or "cpu", "verifier_identity": self.identity,
+                    "policy": self.config.policy})
         return env
 
     # ---------------------------------------------------------------------------- running
@@ -144,15 +163,24 @@ class Verifier(LocalVerifier):
     def verify_now(self, task: Task, candidate: Candidate) -> Verdict:
         """Verify in the calling thread, without the cache (the scheduler's GPU threads call this)."""
         t_start = time.monotonic()
-        lang = detect_language(candidate.source) if candidate.language == "auto" else candidate.language
+        lang = candidate.language if candidate.language != "auto" else (
+            self._task_language(task) or detect_language(candidate.source))
         env = self._env()
         env.update({"task_source_hash": task.source_hash, "suite": task.suite,
                     "suite_version": task.metadata.get("suite_version")})
         verdict = Verdict(status=OK, task_id=task.id, language=lang, platform=self.platform.name,
                           device=self.device_description, env=env, candidate_sha256=candidate.sha256)
+        spec = program_spec(task)
+        if spec:  # the candidate's part of a program (verify/program.py); the verdict keeps the text's hash
+            candidate = dataclasses.replace(candidate, source=candidate_part(spec, candidate.source))
         try:
-            with self.candidate_file(candidate) as cand_path:
+            with self.candidate_file(candidate, program_text(spec, candidate.source) if spec else None) as cand_path:
                 self._verify_into(verdict, task, cand_path, candidate, lang)
+        except ReferenceFailed as exc:
+            if task.metadata.get("reference_failure") != "unverifiable":
+                raise
+            verdict.status, verdict.reason = UNVERIFIABLE, "reference_failed"
+            verdict.diagnostics += f"\nthe task's reference (the benchmark's own code) fails on this platform: {exc.message}"
         except InfrastructureError as exc:
             verdict.status, verdict.reason = INFRA_ERROR, "harness_failure"
             verdict.diagnostics += f"\n[infra] {exc}"
@@ -163,27 +191,14 @@ class Verifier(LocalVerifier):
     # ---------------------------------------------------------------------------- steps
     def _verify_into(self, v: Verdict, task: Task, cand_path: Path, candidate: Candidate, lang: str) -> None:
         source = candidate.source
+        blocked = self._unverifiable_here(task)
+        if blocked:
+            return self._finish(v, UNVERIFIABLE, blocked[0], diag=blocked[1])
         if lang == "hip":
-            return self._verify_hip(v, task, cand_path)
+            return self._verify_hip(v, task, cand_path, source)
         # 1. static checks
-        t0 = time.monotonic()
-        findings = static_checks.check_source(source, language=lang, filename=candidate.label)
-        v.timings["static_s"] = round(time.monotonic() - t0, 3)
-        if any(f.code == static_checks.SYNTAX_ERROR for f in findings):
-            return self._finish(v, COMPILE_ERROR, "syntax_error", compiled=False,
-                                diag="\n".join(map(str, findings)))
-        if not static_checks.has_model_new(source):
-            return self._finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
-                                diag=f"{candidate.label} defines no top-level class `ModelNew`")
-        want = static_checks.forward_parameters(task.source, "Model")
-        got = static_checks.forward_parameters(source, "ModelNew")
-        if want is not None and got is not None and "*" not in got and len(want) != len(got):
-            return self._finish(v, COMPILE_ERROR, "signature_mismatch", compiled=False,
-                                diag=f"ModelNew.forward takes {len(got)} argument(s) {got}; the task's "
-                                     f"Model.forward takes {len(want)} {want}")
-        if findings:
-            v.hack_findings = [str(f) for f in findings]
-            return self._finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
+        if self.static_gate(v, task, source, lang, candidate.label):
+            return None
         # 2. what the platform cannot judge
         unjudgeable: str | None = None
         if self.platform.interpreter:
@@ -221,7 +236,9 @@ class Verifier(LocalVerifier):
                     unjudgeable = "bf16_on_interpreter"
                     v.diagnostics += "\n" + diag + " (run only to capture kernels for the AMD compile)"
             t0 = time.monotonic()
-            report, outputs, proc = self._run_candidate(spare, task, cand_path, cases, refs)
+            spec = program_spec(task)
+            extra = {"trusted_code": {"from_line": trusted_first_line(spec, source)}} if spec else None
+            report, outputs, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra)
             v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
         finally:
             spare.cleanup()
@@ -234,6 +251,54 @@ class Verifier(LocalVerifier):
         # 6. AMD compiles of captured kernels
         if self.archs and v.status in (OK, MISMATCH, UNVERIFIABLE) and report and report.get("captures"):
             self._amd_compile(v, cand_path, report["captures"])
+
+    def static_gate(self, v: Verdict, task: Task, source: str, language: str, label: str) -> bool:
+        """Static checks of the candidate's own text (every language); True when they decided the
+        verdict. A program task (verify/program.py) supplies `ModelNew` itself, so the candidate is
+        checked for the program rules instead of for `ModelNew` and its signature."""
+        t0 = time.monotonic()
+        spec = program_spec(task)
+        findings = static_checks.check_source(source, language=language, filename=label,
+                                              extra_imports=allowed_imports(spec))
+        v.timings["static_s"] = round(time.monotonic() - t0, 3)
+        if any(f.code == static_checks.SYNTAX_ERROR for f in findings):
+            self._finish(v, COMPILE_ERROR, "syntax_error", compiled=False, diag="\n".join(map(str, findings)))
+            return True
+        if spec is not None:
+            findings += program_findings(spec, source)
+        elif not static_checks.has_model_new(source):
+            self._finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
+                         diag=f"{label} defines no top-level class `ModelNew`")
+            return True
+        else:
+            want = static_checks.forward_parameters(task.source, "Model")
+            got = static_checks.forward_parameters(source, "ModelNew")
+            if want is not None and got is not None and "*" not in got and len(want) != len(got):
+                self._finish(v, COMPILE_ERROR, "signature_mismatch", compiled=False,
+                             diag=f"ModelNew.forward takes {len(got)} argument(s) {got}; the task's "
+                                  f"Model.forward takes {len(want)} {want}")
+                return True
+        exempt = POLICY_EXEMPT_STATIC[self.config.policy]
+        findings = [f for f in findings if exempt is not None and f.code not in exempt]
+        if findings:
+            v.hack_findings = [str(f) for f in findings]
+            self._finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
+            return True
+        return False
+
+    def _task_language(self, task: Task) -> str | None:
+        """The language a task requires of its candidates (`metadata["language"]`, e.g. HIP for
+        PyTorch-to-HIP), except under the `reference` policy, whose candidate is plain PyTorch."""
+        if self.config.policy == "reference":
+            return None
+        return task.metadata.get("language")
+
+    def _unverifiable_here(self, task: Task) -> tuple[str, str] | None:
+        """(reason, why) when the task says this platform cannot judge it (`metadata["unverifiable"]`:
+        {platform or "*": {"reason": code, "why": text}}), e.g. a benchmark test that needs a GPU."""
+        table = task.metadata.get("unverifiable") or {}
+        entry = table.get(self.platform.name) or table.get("*")
+        return (entry["reason"], entry["why"]) if entry else None
 
     def _select_cases(self, task: Task) -> list[Any]:
         if self.platform.interpreter:
@@ -251,7 +316,18 @@ class Verifier(LocalVerifier):
         """
         lock_key = (task.source_hash, self._device_desc, self.trials, self.time_performance, self.compile_baseline)
         with _reference_lock(lock_key):
-            return self._references_locked(task, cases)
+            failed = _REFERENCE_FAILURES.get(lock_key)
+            if failed is not None:  # computed (and failed) for an earlier candidate of this task
+                raise ReferenceFailed(failed)
+            try:
+                return self._references_locked(task, cases)
+            except ReferenceFailed as exc:
+                # Only a benchmark's own reference kernel that cannot run on this platform is
+                # remembered; a PyTorch reference that failed (overload, a timeout) is retried by the
+                # next candidate, or a long-running service would refuse that task forever.
+                if task.metadata.get("reference_failure") == "unverifiable":
+                    _REFERENCE_FAILURES[lock_key] = str(exc)
+                raise
 
     def _references_locked(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
         refs: dict[str, dict[str, Any]] = {}
@@ -291,20 +367,21 @@ class Verifier(LocalVerifier):
                 jobs.append({"name": case.name, "seeds": r["seeds"], "init_seed": INIT_SEED,
                              "inputs_file": os.path.join(tmp_dir, "inputs.pt"),
                              "expected_file": os.path.join(tmp_dir, "expected.pt"),
-                             "golden": True, "time": r["timed"], "flush_bytes": flush_bytes(self._gpu_spec),
+                             "golden": bool(task.metadata.get("golden", True)), "time": r["timed"],
+                             "flush_bytes": flush_bytes(self._gpu_spec),
                              "compile_baseline": self.compile_baseline})
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = {"kind": "reference", "task_path": task.path, "device": spare.device,
                    "cases": jobs, "report_path": report_path}
             proc = spare.run(job, timeout=max(self.timeout, 300.0))
             if proc.timed_out or not os.path.isfile(report_path):
-                raise InfrastructureError(
+                raise ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
                     f"{'timed out' if proc.timed_out else 'no report'}): {proc.stderr[-1500:]}",
                     hint="the task file itself is broken or the machine is overloaded")
             report = json.loads(Path(report_path).read_text())
             if report.get("fatal"):
-                raise InfrastructureError(f"the reference for task {task.id} raised "
+                raise ReferenceFailed(f"the reference for task {task.id} raised "
                                           f"{report['error_type']}: {report['error']}\n{report['traceback']}",
                                           hint="fix the task file (it is trusted code)")
             for crep in report["cases"]:
@@ -480,18 +557,21 @@ class Verifier(LocalVerifier):
         return spare
 
     def _case_runtime_findings(self, crep: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+        exempt = POLICY_EXEMPT_DYNAMIC[self.config.policy]
+        if exempt is None:  # `benchmark`: the benchmark's own rule has no runtime witnesses
+            return None, None, None
         if crep["findings"]:
             f = crep["findings"][0]
             status = MISMATCH if f["code"] == "out_of_bounds_write" else HACK_DETECTED
             if f["code"] == "out_of_bounds_write":
                 status = RUNTIME_ERROR
             return status, f["code"], f["message"]
-        if crep["compute_ops"]:
+        if crep["compute_ops"] and "torch_compute_in_forward" not in exempt:
             ops = ", ".join(f"{k}×{n}" for k, n in sorted(crep["compute_ops"].items()))
             return HACK_DETECTED, "torch_compute_in_forward", (
                 f"PyTorch computed part of the result in forward (aten ops: {ops}); the work must be done "
                 "in the candidate's kernels")
-        if any(n == 0 for n in crep["launches"]):
+        if any(n == 0 for n in crep["launches"]) and "no_kernel_launch" not in exempt:
             return HACK_DETECTED, "no_kernel_launch", "a forward call launched no Triton kernel"
         return None, None, None
 
@@ -531,6 +611,8 @@ class Verifier(LocalVerifier):
                       inputs: dict[str, Any], outs: dict[str, Any] | None) -> tuple[str, str | None, str | None]:
         if outs is None or len(outs["trials"]) != len(expected["eager"]):
             return RUNTIME_ERROR, "missing_outputs", "the candidate returned no outputs for this case"
+        if self.config.policy == "benchmark" and task.metadata.get("benchmark_rule"):
+            return self._compare_benchmark_rule(task, expected, inputs, outs)
         comp_args = task.metadata.get("comparator_args")
         golden = expected.get("golden")
         worst_err = 0.0
@@ -556,6 +638,19 @@ class Verifier(LocalVerifier):
                 worst_err = res.max_abs_err
                 cres.max_abs_err, cres.max_rel_err = res.max_abs_err, res.max_rel_err
                 cres.allowed_abs_err, cres.ref_err = res.allowed_abs_err, res.ref_err
+        return OK, None, None
+
+    @staticmethod
+    def _compare_benchmark_rule(task: Task, expected: dict[str, Any], inputs: dict[str, Any],
+                                outs: dict[str, Any]) -> tuple[str, str | None, str | None]:
+        """The `benchmark` policy: the benchmark's own comparison (e.g. allclose at its fixed
+        tolerance) of every seeded trial against the eager reference; like the benchmarks, no
+        re-check call and no comparison after timing."""
+        rule = task.metadata["benchmark_rule"]
+        for t, cand in enumerate(outs["trials"]):
+            res = compare_rule(cand, expected["eager"][t], rule)
+            if not res.ok:
+                return MISMATCH, res.reason, f"trial {t} (seed {inputs['seeds'][t]}), {rule.get('name', 'benchmark rule')}: {res.message}"
         return OK, None, None
 
     # ---------------------------------------------------------------------------- speed
@@ -590,10 +685,10 @@ class Verifier(LocalVerifier):
             v.sol = sum(sols) / len(sols) if sols else None
 
     # ---------------------------------------------------------------------------- other languages
-    def _verify_hip(self, v: Verdict, task: Task, cand_path: Path) -> None:
+    def _verify_hip(self, v: Verdict, task: Task, cand_path: Path, source: str) -> None:
         if not self.platform.interpreter:  # GPUs: build and run it (backends/hip_gpu.py)
             from amdkv.verify.backends.hip_gpu import verify_hip_on_gpu
-            return verify_hip_on_gpu(self, v, task, cand_path)
+            return verify_hip_on_gpu(self, v, task, cand_path, source)
         try:
             from amdkv.verify.backends import hip as hip_backend
         except ImportError as exc:
@@ -625,6 +720,9 @@ class Verifier(LocalVerifier):
 
 
 _REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
+# Reference computations that failed in this process, by the same key as the lock: the other
+# candidates of that task get the same answer without running the failing reference again.
+_REFERENCE_FAILURES: dict[tuple, str] = {}
 _REFERENCE_LOCKS_GUARD = threading.Lock()
 
 

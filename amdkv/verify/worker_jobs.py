@@ -239,6 +239,9 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 
     counter = LaunchCounter(on_launch=on_launch)
     counter.install()
+    if job.get("trusted_code"):  # a program: the task's own code follows the candidate's (verify/program.py)
+        TorchOpRecorder.trusted_region = (str(os.path.realpath(job["candidate_path"])),
+                                          int(job["trusted_code"]["from_line"]))
     if job.get("hip_prebuilt") is not None:  # HIP: the parent built the extensions (backends/hip_run.py)
         from amdkv.verify.backends.hip_run import install_prebuilt
         install_prebuilt(job["hip_prebuilt"], counter)

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from amdkv.errors import InfrastructureError
-from amdkv.verify import static_checks
-from amdkv.verify.verdict import COMPILE_ERROR, HACK_DETECTED, TIMEOUT, UNVERIFIABLE, ArchResources
+from amdkv.verify.verdict import COMPILE_ERROR, TIMEOUT, UNVERIFIABLE, ArchResources
 
 _TOOLCHAINS: dict[str, Any] = {}
 
@@ -32,40 +31,15 @@ def _toolchain(platform: str) -> Any:
     return _TOOLCHAINS[platform]
 
 
-def _static(verifier: Any, v: Any, task: Any, cand_path: Path, source: str) -> bool:
-    """Static checks; True when a verdict was reached."""
-    findings = static_checks.check_source(source, language="hip", filename=str(cand_path))
-    if any(f.code == static_checks.SYNTAX_ERROR for f in findings):
-        verifier._finish(v, COMPILE_ERROR, "syntax_error", compiled=False, diag="\n".join(map(str, findings)))
-        return True
-    if not static_checks.has_model_new(source):
-        verifier._finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
-                         diag=f"{cand_path} defines no top-level class `ModelNew`")
-        return True
-    want = static_checks.forward_parameters(task.source, "Model")
-    got = static_checks.forward_parameters(source, "ModelNew")
-    if want is not None and got is not None and "*" not in got and len(want) != len(got):
-        verifier._finish(v, COMPILE_ERROR, "signature_mismatch", compiled=False,
-                         diag=f"ModelNew.forward takes {len(got)} argument(s) {got}; the task's "
-                              f"Model.forward takes {len(want)} {want}")
-        return True
-    if findings:
-        v.hack_findings = [str(f) for f in findings]
-        verifier._finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
-        return True
-    return False
-
-
-def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path) -> None:
-    """Fill verdict `v` for HIP candidate `cand_path` on the verifier's GPU platform."""
+def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path, source: str) -> None:
+    """Fill verdict `v` for HIP candidate `cand_path` (text `source`) on the verifier's GPU platform."""
     from amdkv.verify.backends import hip as hip_backend
     from amdkv.verify.backends import hip_semantics
     from amdkv.verify.backends.hip_build import build_captures
     from amdkv.verify.backends.hip_toolchain import compat_headers_hash
 
     platform = verifier.platform.name
-    source = cand_path.read_text()
-    if _static(verifier, v, task, cand_path, source):
+    if verifier.static_gate(v, task, source, "hip", str(cand_path)):
         return
     t0 = time.monotonic()
     cap = hip_backend.capture_hip_sources(cand_path, task.path, timeout=min(verifier.timeout, 180.0),

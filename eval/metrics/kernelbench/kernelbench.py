@@ -1,0 +1,15 @@
+"""KernelBench for `evaluate`: fast_0 / fast_1 / pass@k of ModelNew candidates (Triton, or HIP/CUDA load_inline) on KernelBench problems.
+
+The benchmark's own metric under its own rule, next to amdkv-strict, with 95% intervals and the
+platform: README.md (the card) and amdkv's docs/benchmarks.md. The logic is amdkv's
+(`amdkv.evaluation.hub_metric`): this file only declares the module, and it runs model-written kernels
+only after `os.environ["HF_ALLOW_CODE_EVAL"] = "1"`.
+"""
+
+import evaluate
+
+import amdkv.evaluation.hub_metric as amdkv_metric
+
+
+class Kernelbench(amdkv_metric.BenchmarkMetric, evaluate.Metric):
+    module = "kernelbench"

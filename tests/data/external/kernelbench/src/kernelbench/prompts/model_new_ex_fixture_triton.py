@@ -1,0 +1,3 @@
+# fixture one-shot example
+class ModelNew:
+    pass

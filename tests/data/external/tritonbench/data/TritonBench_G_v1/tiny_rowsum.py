@@ -1,0 +1,33 @@
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rowsum_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+def row_sum(x):
+    rows, cols = x.shape
+    out = torch.empty(rows, device=x.device, dtype=x.dtype)
+    rowsum_kernel[(rows,)](x, out, cols, x.stride(0), BLOCK=triton.next_power_of_2(cols))
+    return out
+
+
+##################################################################################################################################################
+
+
+def test_row_sum():
+    # amdkv test fixture in TritonBench-G's layout (no module-level call: the harness runs test_*)
+    results = {}
+    results['test_case_1'] = row_sum(torch.randn(5, 33, device='cuda'))
+    results['test_case_2'] = row_sum(torch.randn(3, 8, device='cuda') + 2.0)
+    return results
+
+
+if __name__ == '__main__':
+    result_gold = test_row_sum()

@@ -1,0 +1,173 @@
+"""External-benchmark tasks through the real verifier on `cpu` (Triton interpreter), under the three
+policies, and `amdkv eval` over them (both verdict sets, agreement, disagreements, model index).
+
+Fixtures are small files we wrote in each benchmark's format (tests/data/external/). Each policy's
+verifications run once per module (jobs=2) and the tests read the verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from amdkv.tasks.suites import load_suite
+from amdkv.verify import Candidate, Verifier
+
+DATA = Path(__file__).parent / "data" / "external"
+CAND = DATA / "candidates"
+WHOLE_FILE = DATA / "tritonbench" / "data" / "TritonBench_G_v1" / "tiny_scale.py"
+
+
+def _cand(name: str) -> Candidate:
+    return Candidate((CAND / name).read_text(), name=name)
+
+
+@pytest.fixture(scope="module")
+def suites() -> dict[str, dict]:
+    return {name: {t.id: t for t in load_suite(spec)} for name, spec in (
+        ("tbg", f"tritonbench-g:{DATA / 'tritonbench'}"), ("rocm", f"rocmbench:{DATA / 'rocm'}"),
+        ("kb", f"kernelbench:{DATA / 'kernelbench'}?levels=1"), ("hip", f"pytorch2hip:{DATA / 'kernelbench'}?levels=1"))}
+
+
+def _ref(task) -> Candidate:
+    return Candidate(task.metadata["reference_candidate"], name=f"reference of {task.id}")
+
+
+@pytest.fixture(scope="module")
+def verdicts(suites: dict[str, dict]) -> dict[str, dict[str, object]]:
+    tbg, rocm, kb, hip = suites["tbg"], suites["rocm"], suites["kb"], suites["hip"]
+    plan = {
+        "strict": {
+            "tbg_ref": (tbg["tiny_scale"], _ref(tbg["tiny_scale"])),
+            "tbg_zeros": (tbg["tiny_scale"], _cand("tbg_scale_zeros.py")),
+            "tbg_torch": (tbg["tiny_scale"], _cand("tbg_scale_torch.py")),
+            "tbg_wrong": (tbg["tiny_rowsum"], _cand("tbg_rowsum_wrong.py")),
+            # a model that answers with the whole file, tests included: judged on its kernel part
+            "tbg_whole_file": (tbg["tiny_scale"], Candidate(WHOLE_FILE.read_text())),
+            "rocm_ref": (rocm["test_tiny_add"], _ref(rocm["test_tiny_add"])),
+            "rocm_fixture": (rocm["test_tiny_fixture"], _ref(rocm["test_tiny_fixture"])),
+            "kb_ref": (kb["level1/1_Tiny_add"], _ref(kb["level1/1_Tiny_add"])),
+            "kb_triton": (kb["level1/1_Tiny_add"], _cand("kb_add_triton.py")),
+            "kb_torch": (kb["level1/1_Tiny_add"], _cand("kb_add_torch.py")),
+            "hip_triton": (hip["level1/1_Tiny_add"], _cand("kb_add_triton.py")),
+        },
+        "benchmark": {
+            "tbg_zeros": (tbg["tiny_scale"], _cand("tbg_scale_zeros.py")),
+            "tbg_torch": (tbg["tiny_scale"], _cand("tbg_scale_torch.py")),
+            "tbg_wrong": (tbg["tiny_rowsum"], _cand("tbg_rowsum_wrong.py")),
+            "kb_torch": (kb["level1/1_Tiny_add"], _cand("kb_add_torch.py")),
+        },
+        "reference": {
+            "kb_ref": (kb["level1/1_Tiny_add"], _ref(kb["level1/1_Tiny_add"])),
+            "kb_ref_init": (kb["level1/2_Tiny_scale"], _ref(kb["level1/2_Tiny_scale"])),
+        },
+    }
+    out: dict[str, dict[str, object]] = {}
+    for policy, pairs in plan.items():
+        with Verifier("cpu", jobs=2, policy=policy, timeout=120) as v:
+            out[policy] = dict(zip(pairs, v.verify_many(list(pairs.values()))))
+    return out
+
+
+def _status(v) -> tuple[str, str | None]:
+    return v.status, v.reason
+
+
+def test_tritonbench_reference_passes_and_each_cheat_gets_its_reason(verdicts) -> None:
+    s = verdicts["strict"]
+    assert _status(s["tbg_ref"]) == ("ok", None), s["tbg_ref"].diagnostics
+    assert s["tbg_ref"].interpreter_verified and s["tbg_ref"].env["policy"] == "strict"
+    # zeros on a tiny-valued task: amdkv's tolerance scales with the output
+    assert _status(s["tbg_zeros"]) == ("mismatch", "value_mismatch")
+    # PyTorch doing the work behind a token kernel: counted on the candidate's lines only (the tests'
+    # own `* 1e-4` on their lines is not)
+    assert _status(s["tbg_torch"]) == ("hack_detected", "torch_compute_in_forward")
+    assert "mul×12" in s["tbg_torch"].diagnostics  # 3 cases x (3 trials + 1 re-check)
+    assert _status(s["tbg_wrong"]) == ("mismatch", "value_mismatch")
+    whole = s["tbg_whole_file"]
+    assert _status(whole) == ("ok", None), whole.diagnostics
+    assert whole.candidate_sha256 == Candidate(WHOLE_FILE.read_text()).sha256  # the hash of what was sent
+
+
+def test_benchmark_policy_is_the_benchmarks_own_rule_holes_included(verdicts) -> None:
+    b = verdicts["benchmark"]
+    assert _status(b["tbg_zeros"]) == ("ok", None)   # GEAK-eval's fixed atol=1e-3 accepts zeros here
+    assert _status(b["tbg_torch"]) == ("ok", None)   # no anti-hack check in the benchmark's rule
+    assert _status(b["tbg_wrong"]) == ("mismatch", "value_mismatch")
+    assert "allclose(atol=1e-3" in b["tbg_wrong"].diagnostics
+    assert _status(b["kb_torch"]) == ("ok", None)
+
+
+def test_rocm_pytest_tests_run_inside_the_worker(verdicts) -> None:
+    s = verdicts["strict"]
+    assert _status(s["rocm_ref"]) == ("ok", None), s["rocm_ref"].diagnostics
+    assert _status(s["rocm_fixture"]) == ("unverifiable", "benchmark_test_fixture")
+    assert s["rocm_fixture"].correct is None
+
+
+def test_kernelbench_reference_needs_the_reference_policy(verdicts) -> None:
+    s, r = verdicts["strict"], verdicts["reference"]
+    assert _status(s["kb_ref"])[0] == "hack_detected" and s["kb_ref"].reason == "torch_fallback"
+    assert _status(r["kb_ref"]) == ("ok", None) and r["kb_ref"].env["policy"] == "reference"
+    assert _status(r["kb_ref_init"]) == ("ok", None)   # a problem with init inputs
+    assert _status(s["kb_triton"]) == ("ok", None)
+    assert _status(s["kb_torch"]) == ("hack_detected", "torch_fallback")
+
+
+def test_pytorch2hip_judges_every_candidate_as_hip(verdicts) -> None:
+    v = verdicts["strict"]["hip_triton"]
+    assert v.language == "hip" and v.status == "compile_error" and v.reason == "no_hip_sources"
+
+
+def test_reference_that_fails_here_makes_the_task_unverifiable(tmp_path: Path) -> None:
+    """A benchmark whose own kernel cannot run on this platform: `unverifiable`/`reference_failed`
+    (not infra_error), for every candidate, and the failing reference runs once."""
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    kernel = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+              "def k(x_ptr, n, BLOCK):\n    offs = tl.arange(0, BLOCK)\n    tl.store(x_ptr + offs, offs, mask=offs < n)\n\n\n"
+              "def fill(x):\n    k[(1,)](x, x.numel(), 16)\n    return x\n")
+    (folder / "nonconst.py").write_text(kernel + "\n" + "#" * 146 + "\n\ndef test_fill():\n"
+                                        "    return {'a': fill(torch.zeros(8, device='cuda'))}\n")
+    task = load_suite(f"tritonbench-g:{tmp_path}")[0]
+    with Verifier("cpu", spares=0, timeout=60) as v:
+        first = v.verify(task, Candidate(kernel))
+        second = v.verify(task, Candidate(kernel + "\n# another sample\n"))
+        assert v.reference_runs == 1
+    for verdict in (first, second):
+        assert (verdict.status, verdict.reason) == ("unverifiable", "reference_failed")
+        assert "arange" in verdict.diagnostics
+
+
+def test_amdkv_eval_scores_both_ways_and_lists_disagreements(tmp_path: Path) -> None:
+    from amdkv.evaluation import EvalSettings, run_eval
+
+    tasks = {t.id: t for t in load_suite(f"tritonbench-g:{DATA / 'tritonbench'}")}
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"task_id": "tiny_scale", "samples": [
+        tasks["tiny_scale"].metadata["reference_candidate"], (CAND / "tbg_scale_zeros.py").read_text()]}) + "\n")
+    settings = EvalSettings(suite=f"tritonbench-g:{DATA / 'tritonbench'}", samples=str(samples),
+                            out=str(tmp_path / "run"), ks=(1,), device="cpu", jobs=2, bootstrap=50,
+                            model_name="fixture-model")
+    outcome = run_eval(settings, progress=False)
+    assert outcome.verified == 4  # 2 samples x (amdkv-strict + benchmark rule)
+    b = outcome.metrics["benchmark"]
+    assert b["benchmark"] == "tritonbench-g" and b["amdkv_label"] == "amdkv_strict"
+    ex = b["metrics"]["execution_accuracy@1"]
+    assert ex["benchmark_rule"]["value"] == 1.0 and ex["amdkv_strict"]["value"] == 0.5
+    assert b["metrics"]["call_accuracy@1"]["benchmark_rule"]["value"] == 1.0
+    assert "fast_1.0" not in b["metrics"]  # kernel-file benchmarks are not timed
+    a = b["agreement"]
+    assert (a["both_pass"], a["benchmark_only"], a["amdkv_only"]) == (1, 1, 0)
+    assert a["disagreements"][0]["task_id"] == "tiny_scale" and "tolerance" in a["disagreements"][0]["why"]
+    report = Path(outcome.files["report_md"]).read_text()
+    assert "TritonBench-G: its own metric next to amdkv-strict" in report and "### Disagreements" in report
+    assert "its own metric" in Path(outcome.files["report_html"]).read_text()
+    index = json.loads(Path(outcome.files["model_index"]).read_text())
+    assert index["model_index"][0]["name"] == "fixture-model" and "platform=cpu" in index["yaml"]
+    names = {m["name"] for m in index["model_index"][0]["results"][0]["metrics"]}
+    assert "execution_accuracy@1 (amdkv-strict)" in names
+    again = run_eval(settings, progress=False)  # both results files resume
+    assert again.verified == 0 and again.reused == 2
+    assert again.metrics["benchmark"]["agreement"]["both_pass"] == 1
