@@ -8,7 +8,8 @@ the order checked):
 - `span_too_wide`: the range is at most `max_span` lines (citing a whole file grounds nothing);
 - `no_identifiers`: the answer names at least one code identifier (the pair's `identifiers` list
   and every identifier-looking token in the answer: backticked spans, `snake_case`, `camelCase`,
-  `Qualified::names`, `calls()`); a pair that names nothing cannot be checked;
+  `Qualified::names`, `calls()`; file paths in prose are not names); a pair that names nothing
+  cannot be checked;
 - `identifier_missing`: every identifier named occurs, as a whole word, in the cited lines (for
   `a::b::c` the last part `c`, since qualifiers usually sit elsewhere).
 
@@ -40,9 +41,11 @@ _CODE_WORD = re.compile(r"(?<![\w:])(?:[A-Za-z_][A-Za-z0-9_]*::)+[A-Za-z_~][A-Za
                         r"|(?<![\w:])_*[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+"                      # snake_case
                         r"|(?<![\w:])[a-z]+[A-Z][A-Za-z0-9]*"                                   # camelCase
                         r"|(?<![\w:])[A-Za-z_][A-Za-z0-9_]*(?=\(\))")                          # call()
+# file paths and file names in prose ("see library/src/rocblas_axpy.cpp") are not identifiers
+_PATH = re.compile(r"\S*[/\\]\S*|\S+\.(?:h|hh|hpp|hxx|inl|ipp|c|cc|cpp|cxx|hip|cu|cuh|txt|md|py|cmake|yaml)\b")
 _KEYWORDS = {"const", "int", "float", "double", "void", "char", "bool", "auto", "template", "typename", "class",
              "struct", "return", "if", "else", "for", "while", "static", "inline", "unsigned", "size_t", "true",
-             "false", "nullptr", "this", "std", "the", "a", "an", "and", "or", "of", "to", "in", "is"}
+             "false", "nullptr", "this", "std", "operator", "the", "a", "an", "and", "or", "of", "to", "in", "is"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +177,7 @@ def identifiers_named(answer: str, listed: Iterable[str] = ()) -> list[str]:
         found += _IDENT_IN_CODE.findall(str(item))
     for span in _BACKTICK.findall(answer):
         found += _IDENT_IN_CODE.findall(span)
-    found += _CODE_WORD.findall(_BACKTICK.sub(" ", answer))
+    found += _CODE_WORD.findall(_PATH.sub(" ", _BACKTICK.sub(" ", answer)))
     out, seen = [], set()
     for ident in found:
         if ident.lower() in _KEYWORDS or ident in seen or len(ident) < 2:

@@ -6,7 +6,7 @@
 
 The run folder is the kernel runs' (amdkv/gen/rundir.py: manifest, records/, requests/,
 summary.json) plus `qa-progress.jsonl`: one line per chunk finished, with its counts, written
-after the chunk's pairs; a re-run skips those chunks (and gets the replies of chunks in progress
+after the chunk's pairs (and `qa-dropped.jsonl`: every dropped pair with its reason); a re-run skips those chunks (and gets the replies of chunks in progress
 from the request cache). `--chunks-only` counts chunks without asking a model.
 """
 
@@ -32,6 +32,7 @@ from amdkv.gen.rundir import open_manifest, write_json
 from amdkv.reports.jsonl import JsonlAppender
 
 PROGRESS = "qa-progress.jsonl"
+DROPPED = "qa-dropped.jsonl"
 QA_LLM_KINDS = ("openai", "hf", "replay")
 
 
@@ -140,6 +141,7 @@ def run_qa(settings: QASettings, *, client: Any = None, progress: bool = True) -
     by_library: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     error: BaseException | None = None
     journal = JsonlAppender(out / PROGRESS)
+    dropped_log = JsonlAppender(out / DROPPED)
     try:
         from tqdm import tqdm
 
@@ -161,7 +163,7 @@ def run_qa(settings: QASettings, *, client: Any = None, progress: bool = True) -
                         break
                     continue
                 failures = 0
-                chunk_counts = _judge(tree, chunk, reply, settings, dedup, records, run_key)
+                chunk_counts = _judge(tree, chunk, reply, settings, dedup, records, run_key, dropped_log)
                 counts.update(chunk_counts)
                 by_library[tree.library].update(chunk_counts)
                 journal.append({"run": run_key, "chunk": chunk.chunk_id, **chunk_counts})
@@ -171,6 +173,7 @@ def run_qa(settings: QASettings, *, client: Any = None, progress: bool = True) -
         bar.close()
     finally:
         journal.close()
+        dropped_log.close()
         records.close()
         if own_client:
             client.close()
@@ -202,8 +205,9 @@ def _ask(client: Any, chunk: Chunk, settings: QASettings) -> tuple[str | None, B
 
 
 def _judge(tree: SourceTree, chunk: Chunk, reply: str, settings: QASettings, dedup: Deduplicator, records: Any,
-           run_key: str) -> dict[str, int]:
-    """Parse, ground, deduplicate and record the pairs of one chunk; returns its counts."""
+           run_key: str, dropped: Any) -> dict[str, int]:
+    """Parse, ground, deduplicate and record the pairs of one chunk (the dropped ones, with their
+    reason, go to `dropped`, OUT/qa-dropped.jsonl, for auditing the filters); returns its counts."""
     pairs, malformed, found = parse_pairs(reply)
     counts: collections.Counter = collections.Counter(chunks_done=1, proposed=len(pairs) + malformed)
     if not found:
@@ -214,13 +218,13 @@ def _judge(tree: SourceTree, chunk: Chunk, reply: str, settings: QASettings, ded
     for i, pair in enumerate(pairs):
         g = check_pair(tree, file=pair.file, line_start=pair.line_start, line_end=pair.line_end, answer=pair.answer,
                        identifiers=pair.identifiers, max_span=settings.max_span)
-        if not g.grounded:
+        reason = g.reason if not g.grounded else ("duplicate" if dedup.seen(pair.question, pair.answer, g.identifiers)
+                                                    else None)
+        if reason is not None:
             counts["dropped"] += 1
-            counts[f"drop:{g.reason}"] += 1
-            continue
-        if dedup.seen(pair.question, pair.answer, g.identifiers):
-            counts["dropped"] += 1
-            counts["drop:duplicate"] += 1
+            counts[f"drop:{reason}"] += 1
+            dropped.append({"run": run_key, "chunk": chunk.chunk_id, "reason": reason, "missing": list(g.missing),
+                            **dataclasses.asdict(pair)})
             continue
         qa = {"question": pair.question, "answer": pair.answer, "library": tree.library, "file": pair.file,
               "line_start": pair.line_start, "line_end": pair.line_end, "commit": tree.commit,
