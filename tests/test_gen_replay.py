@@ -167,3 +167,25 @@ def test_rerun_generates_nothing_twice_and_other_settings_are_refused(tmp_path, 
 
     with pytest.raises(BadInputError, match="turns"):
         run_gen(settings(out, "l1_relu", turns=2), verifier=verifier, progress=False)
+
+
+def test_verification_through_amdkv_serve(tmp_path):
+    """`--verifier-url`: programs go to an `amdkv serve` service (a separate process, real HTTP on
+    loopback, cpu platform) through RemoteVerifier, the same BaseVerifier interface."""
+    import dataclasses
+
+    from amdkv.serve.server import ServeProcess
+
+    server = ServeProcess("--device", "cpu", "--jobs", "2", "--no-verdict-cache", "--port", "0",
+                          log_path=tmp_path / "serve.log").start()
+    try:
+        s = dataclasses.replace(settings(tmp_path / "run", "l1_relu", turns=2, script="write=compile_error"),
+                                verifier_url=server.url)
+        outcome = run_gen(s, progress=False)
+    finally:
+        server.stop()
+    assert outcome.exit_code == 0
+    (rec,) = run_trajectories(tmp_path / "run")
+    assert statuses(rec) == ["compile_error", "ok"]
+    assert rec["trajectory"]["turns"][1]["verdict"]["platform"] == "cpu"
+    assert outcome.summary["run"]["verifier_url"] == server.url and outcome.summary["run"]["platform"] == "cpu"
