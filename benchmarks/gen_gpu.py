@@ -120,7 +120,7 @@ def overfit_smoke_model(folder: Path, tasks_spec: str, task_ids: list[str], seco
             opt.step()
             opt.zero_grad()
             steps += 1
-            losses.append(float(loss))
+            losses.append(loss.item())
             if time.monotonic() - start >= seconds:
                 break
     model.eval()
