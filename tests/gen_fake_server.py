@@ -5,7 +5,8 @@ Used by the generation tests for what a real model server cannot be made to do o
 side is real (FastAPI + uvicorn, the `/v1/chat/completions` wire format the `openai` package
 parses); only the model is scripted: the reply to turn t of a conversation (t = the number of
 assistant messages in it) is `scripted_reply(actions[t], reference solution of the task)`, the task
-being the last "## Task `id`" header of the first user message. The real-model path is tested
+being the last "## Task `id`" header of the first user message. The functional-reference request
+(amdkv/gen/functional.py) is answered from `FUNCTIONAL` (right for l1_relu, wrong for l1_softmax). The real-model path is tested
 with `transformers serve` and an overfit tiny model (tests/test_gen_serve.py).
 
     python tests/gen_fake_server.py --port 8123 --log requests.jsonl [--actions compile_error,solution]
@@ -32,6 +33,26 @@ from fastapi.responses import JSONResponse
 
 TASK_HEADER = re.compile(r"## Task `([^`]+)`")
 
+
+# Answers to the functional-reference request (amdkv/gen/functional.py), by task: right for
+# l1_relu, wrong for l1_softmax (softmax over the first dimension), none for the others.
+FUNCTIONAL_PROGRAM = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def module_fn(x):
+    return {expr}
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return module_fn(x)
+"""
+FUNCTIONAL = {"l1_relu": "F.relu(x)", "l1_softmax": "torch.softmax(x, dim=0)"}
 
 BEHAVIOUR = ("model", "actions", "fail_first", "fail_status", "sleep_first", "sleep_s", "delay_s", "ignore_n",
              "reasoning", "max_prompt_chars")
@@ -80,6 +101,9 @@ def build_app(args: argparse.Namespace):
         first_user = next((m["content"] for m in messages if m["role"] == "user"), "")
         headers = TASK_HEADER.findall(first_user)
         task_id = headers[-1] if headers else None
+        functional = bool(messages) and messages[0]["content"].startswith("You rewrite PyTorch modules")
+        if functional:
+            task_id = next((tid for tid, t in tasks.items() if t.source.strip() in first_user), None)
         turn = sum(m["role"] == "assistant" for m in messages)
         n = int(body.get("n") or 1)
         entry = {"i": index, "task": task_id, "turn": turn, "n": n}
@@ -104,7 +128,11 @@ def build_app(args: argparse.Namespace):
         action = actions[min(turn, len(actions) - 1)]
         choices = []
         for i in range(1 if conf["ignore_n"] else n):
-            if code is None:
+            if functional:
+                expr = FUNCTIONAL.get(task_id)
+                content = ("```python\n" + FUNCTIONAL_PROGRAM.format(expr=expr) + "```\n") if expr else "No."
+                finish = "stop"
+            elif code is None:
                 content, finish = "I cannot help with that.", "stop"
             else:
                 reply = scripted_reply(action, code)

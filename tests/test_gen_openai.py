@@ -233,3 +233,25 @@ def test_server_killed_for_good_then_rerun(tmp_path, cpu_verifier):
     assert outcome.exit_code == 0
     assert outcome.summary["trajectories"]["recorded_now"] == 3 - before
     assert [statuses(r) for r in run_trajectories(out)] == [["ok", "ok"]] * 3
+
+
+def test_functional_reference_stage(shared, tmp_path, cpu_verifier):
+    """--functional-reference: the functional program is checked against the module under the
+    `reference` policy; a correct one (l1_relu) is shown in the write request, a wrong one
+    (l1_softmax: softmax over the wrong dimension) is recorded as such and not shown."""
+    import dataclasses
+
+    shared.configure(actions="solution")
+    base = openai_settings(tmp_path / "run", shared.base_url, "l1_relu", "l1_softmax", turns=1)
+    settings = dataclasses.replace(base, agent=dataclasses.replace(base.agent, functional_reference=True))
+    outcome = run_gen(settings, verifier=cpu_verifier, progress=False)
+    assert outcome.exit_code == 0
+    recs = {r["trajectory"]["task_id"]: r["trajectory"] for r in run_trajectories(tmp_path / "run")}
+    relu, softmax = recs["l1_relu"], recs["l1_softmax"]
+    assert relu["metadata"]["functional_reference"]["status"] == "ok"
+    assert "def module_fn(x):" in relu["prompt"][-1]["content"] and "A functional version" in relu["prompt"][-1]["content"]
+    assert softmax["metadata"]["functional_reference"]["status"] == "mismatch"
+    assert "def module_fn" not in softmax["prompt"][-1]["content"]
+    assert [t["verdict"]["status"] for t in relu["turns"]] == ["ok"]
+    # 2 functional requests + 2 kernel requests; 2 functional + 2 kernel verifications
+    assert outcome.summary["tokens"]["requests"] == 4 and outcome.summary["throughput"]["verifications"] == 4

@@ -189,3 +189,23 @@ def test_verification_through_amdkv_serve(tmp_path):
     assert statuses(rec) == ["compile_error", "ok"]
     assert rec["trajectory"]["turns"][1]["verdict"]["platform"] == "cpu"
     assert outcome.summary["run"]["verifier_url"] == server.url and outcome.summary["run"]["platform"] == "cpu"
+
+
+def test_optimise_from_an_existing_kernel(tmp_path, verifier):
+    """--optimise-from reference: the task's existing kernel is verified once per task (not once
+    per sample), and every trajectory opens with the optimise request built from its verdict (the
+    program and its timings in one user message)."""
+    out = tmp_path / "run"
+    outcome = run_gen(settings(out, "l1_relu", turns=3, samples=2, optimise_from="reference"), verifier=verifier,
+                      progress=False)
+    assert outcome.exit_code == 0
+    recs = run_trajectories(out)
+    assert len(recs) == 2
+    for rec in recs:
+        tr = rec["trajectory"]
+        assert [t["stage"] for t in tr["turns"]] == ["optimise"]
+        assert tr["prompt"][-1]["content"].count("class ModelNew") >= 1   # the kernel to improve is shown
+        assert tr["metadata"]["seed_status"] == "ok" and tr["metadata"]["optimise_from"] == "reference"
+        assert tr["metadata"]["stop_reason"] == "unchanged"                 # the scripted model returned it as is
+        assert tr["turns"][0]["verdict"]["cache_hit"] is True
+    assert outcome.summary["throughput"]["verifications"] == 1

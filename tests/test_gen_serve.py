@@ -61,7 +61,7 @@ def _overfit(model, prompt_ids: list[int], reply_ids: list[int]) -> int:
 
 
 @pytest.fixture(scope="module")
-def overfit_model(tiny_tokenizer, request):
+def overfit_model(tiny_tokenizer, request, tmp_path_factory):
     """(folder, task, reply): the tiny model trained to answer the `write` request of TASK_ID
     (0 shots, gfx942) with the task's bundled Triton solution in a fence, saved for serving.
     Kept in pytest's cache folder under a hash of everything that decides it (prompt and reply
@@ -85,7 +85,9 @@ def overfit_model(tiny_tokenizer, request):
     reply_ids = tiny_tokenizer(reply + tiny_tokenizer.eos_token, add_special_tokens=False)["input_ids"]
     key = hashlib.sha256(json.dumps([prompt_ids, reply_ids, MAX_STEPS, REFRESH, torch.__version__,
                                      transformers.__version__, len(tiny_tokenizer)]).encode()).hexdigest()[:16]
-    folder = request.config.cache.mkdir("amdkv-gen-overfit") / key
+    cache = getattr(request.config, "cache", None)  # None under `-p no:cacheprovider`: train into a temp folder
+    root = cache.mkdir("amdkv-gen-overfit") if cache is not None else tmp_path_factory.mktemp("amdkv-gen-overfit")
+    folder = root / key
     if not (folder / "trained.json").exists():
         model = build_model(tiny_tokenizer)
         steps = _overfit(model, prompt_ids, reply_ids)

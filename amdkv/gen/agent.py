@@ -1,6 +1,7 @@
 """The kernel-generation agents: what to do after each reply and each verdict (no I/O here).
 
-TritonKernelGen and HIPKernelGen follow the paper's pipelines (DESIGN.md section 3): write a
+TritonKernelGen and HIPKernelGen follow the paper's pipelines (DESIGN.md section 3): optionally
+a functional PyTorch reference checked against the module (amdkv/gen/functional.py), then write a
 kernel for the task's `Model` -> verify -> fix from the verdict (compile log, runtime error,
 mismatch summary, anti-hack findings) -> once correct, optimise from the timings, the roofline
 fraction and the AMD resource usage -> keep the best correct kernel. HIPKernelGen can also start
@@ -47,8 +48,10 @@ class AgentConfig:
     one trajectory may use (None: no limit). `stop_on_ok`: end a trajectory at its first correct
     program instead of optimising it. `optimise_from`: start each trajectory from an existing
     program of the task (`reference`: its reference solution in the language; or a samples file
-    / records folder: its first program there) instead of writing one. `verify_attempts`: tries
-    per program when verification fails as `infra_error`."""
+    / records folder: its first program there) instead of writing one. `functional_reference`:
+    first ask for a functional PyTorch version of `Model.forward`, check it against the module and
+    show it in the `write` request (amdkv/gen/functional.py; off by default). `verify_attempts`:
+    tries per program when verification fails as `infra_error`."""
 
     language: str = "triton"
     prompt: PromptConfig = dataclasses.field(default_factory=PromptConfig)
@@ -58,6 +61,7 @@ class AgentConfig:
     max_trajectory_tokens: int | None = None
     stop_on_ok: bool = False
     optimise_from: str | None = None
+    functional_reference: bool = False
     verify_attempts: int = 2
 
     def __post_init__(self) -> None:
@@ -80,7 +84,7 @@ class AgentConfig:
         return {"agent": self.agent_name, "language": self.language, "prompt": self.prompt.to_dict(),
                 "params": self.params.to_dict(), "turns": self.turns,
                 "max_trajectory_tokens": self.max_trajectory_tokens, "stop_on_ok": self.stop_on_ok,
-                "optimise_from": self.optimise_from}
+                "optimise_from": self.optimise_from, "functional_reference": self.functional_reference}
 
 
 @dataclasses.dataclass
@@ -96,6 +100,7 @@ class Attempt:
     stop_reason: str | None = None
     seed_code: str | None = None   # optimise_from: the program to start from ...
     seed_verdict: dict[str, Any] | None = None  # ... and its verdict
+    functional: dict[str, Any] | None = None    # the functional-reference stage's outcome, if it ran
 
     @property
     def turn(self) -> int:
@@ -173,6 +178,10 @@ class KernelGenAgent:
         traj = Trajectory.start(attempt.task, cfg.prompt, model=self.model, **meta)
         traj.trajectory_id = self.trajectory_id(attempt.task, attempt.sample)
         attempt.trajectory = traj
+        if attempt.functional is not None:
+            traj.metadata["functional_reference"] = {k: v for k, v in attempt.functional.items() if k != "addendum"}
+            if attempt.functional.get("addendum"):
+                traj.prompt[-1] = {**traj.prompt[-1], "content": traj.prompt[-1]["content"] + attempt.functional["addendum"]}
         if attempt.seed_code is None:
             return Ask(attempt)
         if seed_verdict is None:

@@ -50,6 +50,9 @@ def _gen_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--optimise-from", default=None,
                      help="start from an existing kernel: `reference` (the task's solution) or a samples file / "
                           "records folder"),
+        click.option("--functional-reference", is_flag=True,
+                     help="first ask for a functional PyTorch version of Model.forward, check it against the module "
+                          "(reference policy) and show it in the write request"),
         click.option("--arch", default="gfx942", show_default=True, help="AMD target named in the prompt"),
         click.option("--shots", default=1, show_default=True, type=click.IntRange(min=0), help="few-shot examples"),
         click.option("--concurrency", default=8, show_default=True, type=click.IntRange(min=1),
@@ -116,7 +119,7 @@ def _run(language: str, o: dict[str, Any]) -> None:
     agent = AgentConfig(language=language, prompt=PromptConfig(language=language, arch=o["arch"], shots=o["shots"]),
                         params=params, turns=o["turns"], samples=o["samples"],
                         max_trajectory_tokens=o["max_trajectory_tokens"], stop_on_ok=o["stop_on_ok"],
-                        optimise_from=o["optimise_from"])
+                        optimise_from=o["optimise_from"], functional_reference=o["functional_reference"])
     import time
 
     pipeline = PipelineSettings(llm_concurrency=o["concurrency"], max_active_tasks=o["active_tasks"],

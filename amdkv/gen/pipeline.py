@@ -110,10 +110,12 @@ class GenPipeline:
 
     def __init__(self, agent: KernelGenAgent, client: Any, verifier: Any, record: Callable[..., Any],
                  settings: PipelineSettings | None = None,
-                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None,
+                 functional_verifier: Any = None) -> None:
         self.agent = agent
         self.client = client
         self.verifier = verifier
+        self.functional_verifier = functional_verifier  # `reference` policy: the functional stage
         self.record = record
         self.settings = settings or PipelineSettings()
         self.on_event = on_event or (lambda kind, info: None)
@@ -151,6 +153,9 @@ class GenPipeline:
                     if kind == "ask":
                         self._gen_inflight -= 1
                         self._on_replies(fut, payload)
+                    elif kind == "functional":
+                        self._gen_inflight -= 1
+                        self._on_functional_reply(fut, payload)
                     else:
                         self._verify_inflight -= 1
                         self._on_verdict(fut, kind, payload)
@@ -180,6 +185,14 @@ class GenPipeline:
     def _start_task(self, task: Any, samples: list[int], seed: str | None) -> None:
         attempts = [Attempt(task=task, sample=j, seed_code=seed) for j in samples]
         self._task_open[task.id] = len(attempts)
+        if self.agent.config.functional_reference:
+            self._ask_functional(task, attempts)
+            return
+        self._begin(task, attempts)
+
+    def _begin(self, task: Any, attempts: list[Attempt]) -> None:
+        """Open the task's trajectories: verify the seed program once, or ask the first request."""
+        seed = attempts[0].seed_code
         steps = [self.agent.start(a) for a in attempts]
         if seed is not None:  # every sample starts from the same program: verify it once
             self._submit_verify(attempts, seed, kind="seed")
@@ -220,7 +233,67 @@ class GenPipeline:
         self._pending[fut] = (kind, (attempts, time.monotonic()))
         self._verify_inflight += 1
 
+    # ------------------------------------------------------------------ the functional stage
+    def _ask_functional(self, task: Any, attempts: list[Attempt]) -> None:
+        from amdkv.gen.functional import functional_messages
+
+        if not self._accepting():
+            for a in attempts:
+                self._abandon(Abandon(a, self.result.stopped or "stopped"))
+            return
+        ctx = RequestContext(task.id, sample=0, turn=0, stage="functional", language=self.agent.language)
+        fut = self._pool.submit(self.client.chat, functional_messages(task), 1, self.agent.config.params, context=ctx)
+        self._pending[fut] = ("functional", attempts)
+        self._gen_inflight += 1
+
+    def _on_functional_reply(self, fut: Future, attempts: list[Attempt]) -> None:
+        """One attempt per task: a program defining `module_fn` is verified under the `reference`
+        policy; anything else leaves the `write` request as it is (recorded in the metadata)."""
+        from amdkv.gen.functional import FUNCTIONAL_PROMPT_VERSION, defines_module_fn
+        from amdkv.prompts import extract_code
+
+        task = attempts[0].task
+        outcome: dict[str, Any] = {"prompt_version": FUNCTIONAL_PROMPT_VERSION}
+        try:
+            (reply,) = fut.result()
+        except (ContextTooLong, ReplayExhausted) as exc:
+            self._set_functional(attempts, {**outcome, "status": "no_reply", "reason": type(exc).__name__})
+            return
+        except Exception as exc:  # noqa: BLE001 - the same handling as a kernel request's failure
+            self._llm_failed(exc, attempts)
+            return
+        self._consecutive_llm_failures = 0
+        ex = extract_code(reply.content, self.agent.language)
+        if not ex.ok or not defines_module_fn(ex.code):
+            reason = ex.reason if not ex.ok else "no_module_fn"
+            self._set_functional(attempts, {**outcome, "status": "no_program", "reason": reason})
+            return
+        try:
+            vfut = self.functional_verifier.submit(task, Candidate(source=ex.code, origin={"stage": "functional"}))
+        except Exception as exc:  # noqa: BLE001 - no functional verifier or a bad task: go on without it
+            self._set_functional(attempts, {**outcome, "status": "not_verified", "reason": repr(exc)[:200]})
+            return
+        self._pending[vfut] = ("functional_verify", (attempts, time.monotonic(), ex.code))
+        self._verify_inflight += 1
+
+    def _set_functional(self, attempts: list[Attempt], outcome: dict[str, Any]) -> None:
+        for a in attempts:
+            a.functional = outcome
+        self._begin(attempts[0].task, attempts)
+
     # ------------------------------------------------------------------ outcomes
+    def _llm_failed(self, exc: BaseException, attempts: list[Attempt]) -> None:
+        """A request failed for good: a configuration error stops the run, anything else abandons
+        these attempts and counts towards `max_llm_failures`."""
+        if isinstance(exc, ClientConfigError):
+            self.result.fatal = exc
+            for a in attempts:
+                self._abandon(Abandon(a, "config_error", str(exc)[:300]))
+            return
+        self._consecutive_llm_failures += 1
+        for a in attempts:
+            self._abandon(Abandon(a, "llm_unavailable", f"{type(exc).__name__}: {exc}"[:300]))
+
     def _on_replies(self, fut: Future, attempts: list[Attempt]) -> None:
         try:
             replies = fut.result()
@@ -229,26 +302,23 @@ class GenPipeline:
             for a in attempts:
                 self._execute(Finish(a, reason) if a.turn > 0 else Abandon(a, reason, str(exc)[:300]))
             return
-        except ClientConfigError as exc:
-            self.result.fatal = exc
-            for a in attempts:
-                self._abandon(Abandon(a, "config_error", str(exc)[:300]))
-            return
         except Exception as exc:  # noqa: BLE001 - transient failures that outlived their retries, client bugs
-            self._consecutive_llm_failures += 1
-            for a in attempts:
-                self._abandon(Abandon(a, "llm_unavailable", f"{type(exc).__name__}: {exc}"[:300]))
+            self._llm_failed(exc, attempts)
             return
         self._consecutive_llm_failures = 0
         self._tokens_generated += sum(r.completion_tokens or 0 for r in replies if not r.cached)
         first_turn = attempts[0].turn == 0
         for a in attempts:
-            reply = replies[a.sample] if first_turn else replies[0]
+            index = a.sample if first_turn else 0
+            if index >= len(replies):  # a client that broke the protocol (fewer than n replies)
+                self._abandon(Abandon(a, "llm_error", f"{len(replies)} replies for sample {a.sample}"))
+                continue
+            reply = replies[index]
             self.on_event("reply", {"task": a.task.id, "sample": a.sample, "cached": reply.cached})
             self._execute(self.agent.on_reply(a, reply))
 
     def _on_verdict(self, fut: Future, kind: str, payload: Any) -> None:
-        attempts, submitted = payload
+        attempts, submitted = payload[:2]
         try:
             verdict = fut.result()  # a local verifier resolves every future with a Verdict ...
             vd = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
@@ -256,7 +326,17 @@ class GenPipeline:
             vd = {"status": INFRA_ERROR, "reason": "verifier_unreachable", "diagnostics": f"{type(exc).__name__}: {exc}"}
         self.result.verifications += 1
         self.result.verify_seconds += time.monotonic() - submitted
-        self.on_event("verdict", {"status": vd.get("status"), "compiled": vd.get("compiled"), "seed": kind == "seed"})
+        self.on_event("verdict", {"status": vd.get("status"), "compiled": vd.get("compiled"), "kind": kind})
+        if kind == "functional_verify":
+            from amdkv.gen.functional import FUNCTIONAL_PROMPT_VERSION, functional_addendum
+
+            code = payload[2]
+            outcome = {"prompt_version": FUNCTIONAL_PROMPT_VERSION, "status": vd.get("status"),
+                       "reason": vd.get("reason"), "platform": vd.get("platform"), "code": code}
+            if vd.get("status") == OK:
+                outcome["addendum"] = functional_addendum(code, vd)
+            self._set_functional(attempts, outcome)
+            return
         if kind == "seed":
             steps = [self.agent.on_verdict(a, vd) for a in attempts]
             retry = [s.attempt for s in steps if isinstance(s, Verify)]

@@ -81,6 +81,10 @@ class GenSettings:
                                 hint="e.g. --model Qwen/Qwen3-8B --base-url http://localhost:8000/v1")
         if self.llm == "hf" and not self.model:
             raise BadInputError("--llm hf needs --model (a local model folder)", hint="e.g. --model ./checkpoints/sft")
+        if self.agent.functional_reference and self.verifier_url:
+            raise BadInputError("--functional-reference checks the functional program with a local verifier under "
+                                "the `reference` policy; an `amdkv serve` service runs one policy",
+                                hint="drop --functional-reference or --verifier-url")
         if self.llm != "replay" and (self.replay_from or self.script):
             raise BadInputError("--replay-from and --script are for --llm replay", hint="drop them or use --llm replay")
 
@@ -99,9 +103,11 @@ class GenOutcome:
 
 
 # ------------------------------------------------------------------------------------ the run
-def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, progress: bool = True) -> GenOutcome:
-    """One invocation (see the module docstring). `client`/`verifier`: use these instead of opening
-    them from the settings (tests, or an embedding program); they are not closed here."""
+def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, functional_verifier: Any = None,
+            progress: bool = True) -> GenOutcome:
+    """One invocation (see the module docstring). `client`/`verifier`/`functional_verifier` (the
+    `reference`-policy verifier of the functional stage): use these instead of opening them from
+    the settings (tests, or an embedding program); they are not closed here."""
     started = time.monotonic()
     out = Path(settings.out)
     tasks = select_tasks(settings)
@@ -120,16 +126,22 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
         if work:
             own_verifier = verifier is None
             verifier = verifier or open_gen_verifier(settings)
+            own_functional = functional_verifier is None and settings.agent.functional_reference
+            if own_functional:
+                functional_verifier = open_functional_verifier(settings)
             try:
                 total = sum(len(s) for _, s, _ in work)
                 with _Progress(total, settings, enabled=progress) as bar:
                     pipeline = GenPipeline(agent, client, verifier,
                                            record=lambda traj, task, origin: records.append_trajectory(traj, task, origin),
-                                           settings=settings.pipeline, on_event=bar.event)
+                                           settings=settings.pipeline, on_event=bar.event,
+                                           functional_verifier=functional_verifier)
                     result = pipeline.run(work)
             finally:
                 if own_verifier:
                     verifier.close()
+                if own_functional:
+                    functional_verifier.close()
         platform = getattr(getattr(verifier, "platform", None), "name", None)
         write_samples_file(out / "samples.jsonl", records.records(TRAJECTORY), run_key)
         summary = build_summary(settings, run_key, tasks, records.records(TRAJECTORY), result, client.stats.to_dict(),
@@ -210,6 +222,14 @@ def build_client(settings: GenSettings, tasks: list[Any]) -> Any:
     return open_model_client(settings.llm, settings.model, base_url=settings.base_url, api_key=settings.api_key,
                              concurrency=settings.pipeline.llm_concurrency, request_timeout=settings.request_timeout,
                              retry=settings.retry, hf_device=settings.hf_device, cache_dir=cache)
+
+
+def open_functional_verifier(settings: GenSettings) -> Any:
+    """The local verifier of the functional stage: the run's settings under the `reference` policy
+    (plain PyTorch compute allowed, every other rule kept)."""
+    from amdkv.verify.scheduler import open_verifier
+
+    return open_verifier(settings.verifier.replace(policy="reference"))
 
 
 def open_gen_verifier(settings: GenSettings) -> Any:
@@ -330,7 +350,7 @@ class _Progress:
 
     def event(self, kind: str, info: dict[str, Any]) -> None:
         c = self.counts
-        if kind == "verdict":
+        if kind == "verdict" and info.get("kind") == "verify":  # kernels only (not seeds, functional programs)
             c["verified"] += 1
             c["compiled"] += bool(info.get("compiled"))
             c["ok"] += info.get("status") == "ok"

@@ -18,7 +18,8 @@ than `max_lines` is shown up to `max_lines` lines (`truncated`). A contiguous co
 above a definition belongs to it (documentation is what questions are often about).
 
 Known limits: definitions produced by macros (`#define DEFINE_KERNEL(T) ...`) are invisible
-(preprocessor lines are masked); a function-like macro call at namespace scope followed by a
+(preprocessor lines are masked), and so are namespaces opened by a macro (rocPRIM's
+`BEGIN_ROCPRIM_NAMESPACE`: names then lack that qualifier); a function-like macro call at namespace scope followed by a
 brace block is taken for a function; unbalanced braces inside `#if` branches (a signature
 written twice under `#if/#else` with one body) shift the nesting of what follows in that file;
 K&R-style C definitions are not recognised. Measured counts on real trees are in docs/gen.md.

@@ -54,7 +54,10 @@ class ScriptedQA:
         if head is None:
             return []
         file, name = head["file"], head["name"]
-        short = name.split("::")[-1]
+        parts = name.split("::")
+        # an operator is named by its class (`Functor::operator()` -> `Functor`): `operator` alone
+        # is a keyword, not a name the check can look for
+        short = parts[-2] if parts[-1].startswith("operator") and len(parts) > 1 else parts[-1]
         lines = [(int(m.group(1)), m.group(2)) for m in map(_LINE.match, prompt.split("\n")) if m]
         if not lines:
             return []
