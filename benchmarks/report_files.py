@@ -14,3 +14,10 @@ def write_report(out: Path, stem: str, res: dict[str, Any], render: Callable[[di
     md = render(res)
     (out / f"{stem}.md").write_text(md)
     return md
+
+
+def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """The lines of a markdown table: the header, its rule (first column left, the rest right) and
+    one line per row, each cell as str() writes it."""
+    rule = "|---|" + "---:|" * (len(header) - 1)
+    return ["| " + " | ".join(header) + " |", rule] + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]

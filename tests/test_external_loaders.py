@@ -229,6 +229,20 @@ def test_task_allowed_imports_extend_the_list_but_never_to_process_modules() -> 
     assert codes.count("import_not_allowed") < [f.code for f in check_source(src)].count("import_not_allowed")
 
 
+@pytest.mark.parametrize("line", [
+    "import torch._C", "from triton._C.libtriton import interpreter", "import triton.runtime.interpreter as i",
+    "from torch.utils._python_dispatch import _pop_mode_temporarily", "x = triton.runtime.interpreter.GridExecutor",
+])
+def test_a_broad_allowed_import_never_reopens_a_refused_module(line: str) -> None:
+    """Every benchmark kernel file imports `torch` and `triton`: allowing them must not allow
+    `torch._C` or the interpreter the bounds checker patches (interpreter_bounds.py)."""
+    allowed = allowed_imports({"allowed_imports": ["torch", "triton", "triton.runtime", "torch.utils",
+                                                   "triton._C", "triton.runtime.interpreter"]})
+    assert "triton._C" not in allowed and "triton.runtime.interpreter" not in allowed
+    src = "import torch\nimport triton\n" + line + "\n"
+    assert "import_not_allowed" in [f.code for f in check_source(src, extra_imports=allowed)]
+
+
 def test_candidate_part_drops_the_tests_and_keeps_line_numbers() -> None:
     src = ("import torch\n\ndef scale(x):\n    return x\n\n@some_decorator\ndef test_scale():\n    return scale(1)\n\n"
            "result_gold = test_scale()\nif __name__ == '__main__':\n    print(result_gold)\nX = 1\n" + SEP + "\nprint(2)\n")

@@ -83,3 +83,63 @@ def test_syntax_error_and_signatures() -> None:
     src = HEADER + "class ModelNew(nn.Module):\n    def forward(self, a, b, c=1):\n        pass\n"
     assert forward_parameters(src, "ModelNew") == ["a", "b", "c"]
     assert forward_parameters(src, "Model") is None
+
+
+# The Triton interpreter copies its module's globals (GridExecutor, _interpreter, np, ...) into every
+# module whose kernel it runs; the bounds checker patches some of them (interpreter_bounds.py).
+FORWARD = "class ModelNew(nn.Module):\n    def forward(self, x):\n        k[(1,)](x, BLOCK=1)\n"
+
+
+@pytest.mark.parametrize("body", [
+    FORWARD + "        GridExecutor._init_args_hst = None\n        return x\n",
+    FORWARD + "        return np.maximum(x, 0)\n",
+    FORWARD + "        return _interpreter.store\n",
+    FORWARD + "        return tl.standard.interpreter_builder\n",          # leaked into triton's own modules
+    FORWARD + "        return getattr(tl.standard, 'GridExecutor')\n",
+    "if False:\n    np = None\n" + FORWARD + "        return np\n",     # may never run: the leaked np fills it
+    "def helper():\n    np = 1\n" + FORWARD + "        return np\n",     # a local elsewhere binds nothing here
+    "class Holder:\n    np = 1\n    def get(self):\n        return np\n" + FORWARD,  # class names are not seen by methods
+    "def bind():\n    global np\n    np = 1\n" + FORWARD + "        return np\n",
+    "np = 1\ndel np\n" + FORWARD,
+    "import triton.runtime.interpreter as interp\n" + FORWARD,
+    "from triton.runtime.interpreter import GridExecutor\n" + FORWARD,
+    "from triton._C.libtriton import interpreter\n" + FORWARD,
+    FORWARD + "        return triton.runtime.interpreter.InterpretedFunction\n",
+])
+def test_interpreter_internals_are_refused(body: str) -> None:
+    assert "import_not_allowed" in codes(body)
+
+
+@pytest.mark.parametrize("body", [
+    "np = None\n" + FORWARD + "        return np\n",                     # the candidate's own global
+    FORWARD + "        np = x\n        return np\n",                    # a local
+    FORWARD + "        return [np for np in (x,)][0]\n",
+    FORWARD + "        return (lambda T: T)(x)\n",
+    "@triton.jit\ndef k2(x_ptr, T, BLOCK: tl.constexpr):\n    t = T + 1\n" + FORWARD + "        return x.T\n",
+    FORWARD + "        return tl.math\n",                               # names it imported from allowed modules
+    "from triton.tools.tensor_descriptor import TensorDescriptor\n" + FORWARD + "        return TensorDescriptor\n",
+])
+def test_own_names_that_collide_with_interpreter_globals_are_fine(body: str) -> None:
+    assert codes(body) == set()
+
+
+@pytest.mark.parametrize("body", [
+    # `return` in `finally` discards an exception in flight, like `except: pass`
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n            k[(1,)](x, BLOCK=1)\n"
+    "        finally:\n            return x\n",
+    # ... and so does `break`/`continue` leaving a loop from inside `finally`
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        for _ in range(1):\n            try:\n"
+    "                k[(1,)](x, BLOCK=1)\n            finally:\n                break\n        return x\n",
+    # contextlib.suppress of a broad exception is a try/except in disguise
+    "import contextlib\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    "        with contextlib.suppress(Exception):\n            k[(1,)](x, BLOCK=1)\n        return x\n",
+])
+def test_other_ways_of_swallowing_kernel_failures_are_refused(body: str) -> None:
+    assert "swallowing_try_except" in codes(body)
+
+
+def test_finally_that_cleans_up_and_narrow_suppress_are_fine() -> None:
+    body = ("import contextlib\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n"
+            "            k[(1,)](x, BLOCK=1)\n        finally:\n            for _ in range(2):\n                continue\n"
+            "        with contextlib.suppress(KeyError):\n            {}['a']\n        return x\n")
+    assert "swallowing_try_except" not in codes(body)

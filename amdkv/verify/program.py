@@ -32,7 +32,8 @@ NEVER_ALLOWED_IMPORTS = frozenset({"subprocess", "socket", "ctypes", "importlib"
                                    "multiprocessing", "shutil", "pathlib", "io", "builtins", "inspect",
                                    "gc", "threading", "signal", "urllib", "http", "requests", "tempfile",
                                    "torch.utils.cpp_extension", "torch._C", "torch.utils._python_dispatch",
-                                   "torch.overrides", "torch.serialization", "torch.hub", "torch._dynamo"})
+                                   "torch.overrides", "torch.serialization", "torch.hub", "torch._dynamo",
+                                   "triton._C", "triton.runtime.interpreter"})
 
 
 def program_spec(task: Any) -> Mapping[str, Any] | None:

@@ -27,7 +27,14 @@ DENIED_IMPORTS = frozenset({
     "torch.multiprocessing", "torch.distributed", "torch.hub", "torch.serialization",
     "torch._C", "torch._inductor", "triton.testing", "torch.utils._python_dispatch",
     "torch.overrides", "os.path",
+    # the interpreter's own machinery, which the harness patches to check a kernel's memory
+    # accesses (interpreter_bounds.py), and the C module behind it
+    "triton.runtime.interpreter", "triton._C",
 })
+# Always refused as unbound globals, whatever the installed interpreter's source says: the names
+# the bounds checker patches, and numpy (see interpreter_internal_names).
+INTERPRETER_PATCHED_NAMES = frozenset({"_interpreter", "GridExecutor", "InterpretedFunction",
+                                       "interpreter_builder", "np"})
 # Calls that execute code, touch files or break out of the harness.
 DENIED_BUILTIN_CALLS = frozenset({
     "eval", "exec", "compile", "__import__", "open", "globals", "vars", "breakpoint", "input",
@@ -100,6 +107,100 @@ def _aten_compute_names() -> frozenset[str]:
     return frozenset(names)
 
 
+def _refused_module(mod: str) -> bool:
+    """True when a candidate may not import the dotted module `mod`."""
+    return mod.split(".")[0] not in ALLOWED_IMPORT_ROOTS or \
+        any(mod == d or mod.startswith(d + ".") for d in DENIED_IMPORTS)
+
+
+@lru_cache(maxsize=1)
+def interpreter_internal_names() -> frozenset[str]:
+    """Names Triton's interpreter copies into the globals of every module whose kernel it runs.
+
+    `FunctionRewriter._compile_and_exec` (triton 3.6-3.9) adds each global of
+    `triton.runtime.interpreter` that the kernel's module lacks, so after its first launch a
+    candidate could use `GridExecutor`, `_interpreter` (the memory functions the bounds checker
+    guards) or `np` without importing anything. Read from the installed interpreter's source (no
+    import): its functions, classes and assignments, and whatever it imported from modules a
+    candidate may not import. Names it imported from allowed modules (`tl`, `math`, `List`) are
+    the same objects a candidate may import itself, so they stay usable.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    names = set(INTERPRETER_PATCHED_NAMES)
+    spec = importlib.util.find_spec("triton")  # finds the package without importing it
+    if spec is None or not spec.origin:
+        return frozenset(names)
+    try:
+        tree = ast.parse((Path(spec.origin).parent / "runtime" / "interpreter.py").read_text())
+    except (OSError, SyntaxError):
+        return frozenset(names)
+    package = ["triton", "runtime"]
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if isinstance(node, ast.Import):
+                    mod = alias.name
+                else:
+                    base = package[:len(package) - node.level + 1] if node.level else []
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                if _refused_module(mod):
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return frozenset(names)
+
+
+def _bound_names(body: list[ast.stmt], params: ast.arguments | None = None) -> set[str]:
+    """Names a scope binds itself (Python makes them local to the whole scope): parameters,
+    assignment/loop/with/except targets, imports, nested def and class names; nested functions,
+    classes and comprehensions are their own scopes. Names declared `global` are not local."""
+    names: set[str] = set()
+    declared_global: set[str] = set()
+    if params is not None:
+        names.update(a.arg for a in params.posonlyargs + params.args + params.kwonlyargs)
+        names.update(a.arg for a in (params.vararg, params.kwarg) if a is not None)
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            stack.extend(node.decorator_list)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.Global):
+            declared_global.update(node.names)
+        stack.extend(ast.iter_child_nodes(node))
+    return names - declared_global
+
+
+def _unconditional_module_names(tree: ast.Module) -> set[str]:
+    """Names the module body binds by statements that always run at import (not under if/try/for/
+    with): the only module-level bindings that certainly exist before the interpreter's first
+    launch adds its own globals to the module."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
 def _dotted(node: ast.AST) -> str | None:
     """`a.b.c` -> 'a.b.c' for Name/Attribute chains, else None."""
     parts = []
@@ -143,6 +244,9 @@ class _Checker(ast.NodeVisitor):
         self.has_model_new = False
         self.model_new_node: ast.ClassDef | None = None
         self.hip_extensions: set[str] = set()  # names bound to load_inline(...) results (HIP)
+        self.interpreter_names = interpreter_internal_names()
+        self.module_bound: set[str] = set()    # names the module binds unconditionally (see check_source)
+        self.scopes: list[tuple[str, set[str]]] = []  # enclosing function/class/comprehension scopes
 
     def add(self, code: str, node: ast.AST, message: str) -> None:
         self.findings.append(Finding(code, getattr(node, "lineno", 0), message))
@@ -154,18 +258,57 @@ class _Checker(ast.NodeVisitor):
         return self.language == "hip" and full in HIP_BUILD_API
 
     def _extra_allowed(self, mod: str) -> bool:
-        return any(mod == e or mod.startswith(e + ".") for e in self.extra_imports)
+        """A task's extra import allows itself and what lies below it, but reopens a refused module
+        only when it names that module or something inside it: `torch.testing` from a benchmark's
+        kernel file allows `torch.testing`, while `triton` (which every kernel file imports) must
+        not allow `triton._C` or `triton.runtime.interpreter`."""
+        def under(name: str, root: str) -> bool:
+            return name == root or name.startswith(root + ".")
+
+        denied = [d for d in DENIED_IMPORTS if under(mod, d)]
+        return any(under(mod, e) and all(under(e, d) for d in denied) for e in self.extra_imports)
 
     def _check_module(self, mod: str, node: ast.AST) -> None:
-        if self._hip_build_api(mod) or self._extra_allowed(mod):
+        if self._hip_build_api(mod) or self._extra_allowed(mod) or not _refused_module(mod):
             return
-        root = mod.split(".")[0]
-        if root not in ALLOWED_IMPORT_ROOTS:
+        if mod.split(".")[0] not in ALLOWED_IMPORT_ROOTS:
             self.add("import_not_allowed", node, f"imports `{mod}`; candidates may import only "
                      f"{sorted(ALLOWED_IMPORT_ROOTS)}")
-        elif any(mod == d or mod.startswith(d + ".") for d in DENIED_IMPORTS):
+        else:
             self.add("import_not_allowed", node, f"imports `{mod}`, which can reach files, processes "
                      "or the harness")
+
+    # names the Triton interpreter leaks into the candidate's module -----------------------
+    def _leaked_interpreter_name(self, name: str, node: ast.AST) -> None:
+        self.add("import_not_allowed", node, f"uses `{name}`, which the candidate never binds: it "
+                 "exists only because the Triton interpreter copies its own globals "
+                 "(triton.runtime.interpreter) into kernel modules; the interpreter's machinery "
+                 "and numpy are not for candidates")
+
+    def _refers_to_leaked_global(self, name: str) -> bool:
+        """A load of `name` here reads a module global the interpreter may have supplied."""
+        if name not in self.interpreter_names or name in self.module_bound:
+            return False
+        for depth, (kind, names) in enumerate(reversed(self.scopes)):
+            if kind == "class" and depth > 0:
+                continue  # a class body's names are invisible to the functions inside it
+            if name in names:
+                return False
+        return True
+
+    def _scoped(self, kind: str, names: set[str], node: ast.AST) -> None:
+        self.scopes.append((kind, names))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._scoped("function", _bound_names([], node.args), node)
+
+    def _visit_comprehension(self, node: ast.AST) -> None:
+        targets = {n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        self._scoped("function", targets, node)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _visit_comprehension
 
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
@@ -197,7 +340,7 @@ class _Checker(ast.NodeVisitor):
             self.add("uses_reference_model", node, "the candidate defines a class named `Model` "
                      "(the reference program's name); candidates must not carry the reference")
         self.in_model_new += node.name == "ModelNew"
-        self.generic_visit(node)
+        self._scoped("class", _bound_names(node.body), node)
         self.in_model_new -= node.name == "ModelNew"
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -207,7 +350,19 @@ class _Checker(ast.NodeVisitor):
         self.func_depth += 1
         self.func_stack.append(node.name)
         self.in_jit += is_jit
-        self.generic_visit(node)
+        for dec in node.decorator_list:  # decorators and defaults run in the enclosing scope
+            self.visit(dec)
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(default)
+        self.scopes.append(("function", _bound_names(node.body, node.args)))
+        for stmt in node.body:
+            self.visit(stmt)
+        for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            if arg.annotation is not None:
+                self.visit(arg.annotation)
+        if node.returns is not None:
+            self.visit(node.returns)
+        self.scopes.pop()
         self.in_jit -= is_jit
         self.func_stack.pop()
         self.func_depth -= 1
@@ -243,6 +398,9 @@ class _Checker(ast.NodeVisitor):
     def visit_Delete(self, node: ast.Delete) -> None:
         for t in node.targets:
             self._assign_target(t, node)
+            if isinstance(t, ast.Name) and t.id in self.interpreter_names:
+                # deleting a global lets the interpreter's copy of that name take its place
+                self._leaked_interpreter_name(t.id, node)
         self.generic_visit(node)
 
     def visit_Global(self, node: ast.Global) -> None:
@@ -259,6 +417,12 @@ class _Checker(ast.NodeVisitor):
                     self.add("swallowing_try_except", h, "a try/except inside a function catches "
                              f"`{ast.unparse(h.type) if h.type else 'everything'}` without re-raising: "
                              "kernel failures must surface, not fall back")
+            exit_stmt = _flow_exit_in(node.finalbody)
+            if exit_stmt is not None:
+                # `return`/`break`/`continue` in `finally` discards whatever exception is in flight,
+                # exactly like a bare `except: pass` (Python 3.14 warns about it for that reason)
+                self.add("swallowing_try_except", exit_stmt, f"`{ast.unparse(exit_stmt).split()[0]}` inside "
+                         "`finally` discards any exception in flight: kernel failures must surface")
         self.generic_visit(node)
 
     visit_TryStar = visit_Try
@@ -273,6 +437,18 @@ class _Checker(ast.NodeVisitor):
     @staticmethod
     def _reraises(h: ast.ExceptHandler) -> bool:
         return bool(h.body) and isinstance(h.body[-1], ast.Raise)
+
+    def visit_With(self, node: ast.With) -> None:
+        if self.func_depth:
+            for item in node.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and (_dotted(call.func) or "").split(".")[-1] == "suppress" \
+                        and any((_dotted(a) or "").split(".")[-1] not in NARROW_EXCEPTIONS for a in call.args):
+                    self.add("swallowing_try_except", node, f"`{ast.unparse(call)}` inside a function swallows "
+                             "broad exceptions: kernel failures must surface, not fall back")
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
 
     # expressions --------------------------------------------------------------------------
     _inner_attribute = False
@@ -300,6 +476,11 @@ class _Checker(ast.NodeVisitor):
             # (`torch.UntypedStorage.from_file`, `torch.FloatStorage.from_file`, ...).
             if parts[-1] in NATIVE_FILE_READERS:
                 self.add("file_access", node, f"uses `{full}`: candidates may not read files")
+            # the interpreter leaks its globals into every module whose kernel it runs, triton's
+            # own (`tl.standard.GridExecutor` after a launch that used a standard-library kernel)
+            leaked = next((p for p in parts[1:] if p in self.interpreter_names), None)
+            if leaked and parts[0] in self.module_names and not self._inner_attribute and not denied:
+                self._leaked_interpreter_name(f"{full}", node)
         prev, self._inner_attribute = self._inner_attribute, isinstance(node.value, ast.Attribute)
         self.generic_visit(node)
         self._inner_attribute = prev
@@ -307,6 +488,8 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in ("__builtins__", "__loader__", "__spec__"):
             self.add("introspection", node, f"uses `{node.id}`")
+        if isinstance(node.ctx, ast.Load) and self._refers_to_leaked_global(node.id):
+            self._leaked_interpreter_name(node.id, node)
         if node.id == "Model" and isinstance(node.ctx, ast.Load):
             self.add("uses_reference_model", node, "refers to the reference `Model`")
         self.generic_visit(node)
@@ -336,6 +519,8 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(name_arg, ast.Constant) and (name_arg.value in DENIED_DUNDERS
                                                          or name_arg.value.startswith("__")):
                 self.add("introspection", node, f"`{lookup}(..., {name_arg.value!r})`")
+            elif isinstance(name_arg, ast.Constant) and name_arg.value in self.interpreter_names:
+                self._leaked_interpreter_name(name_arg.value, node)
         if isinstance(func, ast.Name) and func.id in DENIED_BUILTIN_CALLS and func.id not in self.aliases:
             code = "file_access" if func.id == "open" else "dynamic_code"
             self.add(code, node, f"calls `{func.id}()`")
@@ -402,6 +587,7 @@ def check_source(source: str, *, language: str = "triton", filename: str = "<can
     except SyntaxError as exc:
         return [Finding(SYNTAX_ERROR, exc.lineno or 0, f"syntax error: {exc.msg}")]
     checker = _Checker(language, frozenset(extra_imports))
+    checker.module_bound = _unconditional_module_names(tree)
     if language == "hip":
         checker.hip_extensions = _hip_extension_names(tree)
     checker.visit(tree)
@@ -463,3 +649,31 @@ def mentions(source: str, words: tuple[str, ...]) -> list[str]:
         elif isinstance(node, ast.alias) and node.name.split(".")[-1] in words:
             seen.add(node.name.split(".")[-1])
     return sorted(seen)
+
+
+def _flow_exit_in(body: list[ast.stmt]) -> ast.stmt | None:
+    """The first `return`, `break` or `continue` of a `finally` body that leaves it (statements of
+    nested functions and classes, and loops' own break/continue, do not)."""
+    def walk(stmts: list[ast.stmt], in_loop: bool) -> ast.stmt | None:
+        for st in stmts:
+            if isinstance(st, ast.Return) or (isinstance(st, (ast.Break, ast.Continue)) and not in_loop):
+                return st
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            loop = isinstance(st, (ast.For, ast.AsyncFor, ast.While))
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(st, field, None)
+                if not inner:
+                    continue
+                if field == "handlers":
+                    inner = [s for h in inner for s in h.body]
+                found = walk(inner, in_loop or (loop and field == "body"))
+                if found is not None:
+                    return found
+            if isinstance(st, ast.Match):
+                for case in st.cases:
+                    found = walk(case.body, in_loop)
+                    if found is not None:
+                        return found
+        return None
+    return walk(body, False)

@@ -46,6 +46,9 @@ BAD_INPUT_REASONS = frozenset({"no_model_new", "signature_mismatch", "unreadable
 # Findings that are not cheating but make the interpreter unable to judge the candidate.
 INTERPRETER_UNSUPPORTED = {"bfloat16": "bf16_on_interpreter", "libdevice": "libdevice_on_interpreter",
                            "inline_asm_elementwise": "inline_asm_on_interpreter"}
+# Findings of the candidate's worker that mean a broken kernel, not a cheat: guard bytes next to
+# an input overwritten, an interpreted access outside every tensor argument (interpreter_bounds.py).
+RUNTIME_ERROR_FINDINGS = frozenset({"out_of_bounds_write", "out_of_bounds_access"})
 # Static finding codes each policy does not act on (config.POLICIES; None: every anti-hack finding).
 # `reference` runs a benchmark's plain-PyTorch reference as a candidate (a sanity run): only the
 # rules that refuse PyTorch doing the work are off. `benchmark` applies the benchmark's own rule.
@@ -561,10 +564,12 @@ class Verifier(LocalVerifier):
         if exempt is None:  # `benchmark`: the benchmark's own rule has no runtime witnesses
             return None, None, None
         if crep["findings"]:
-            f = crep["findings"][0]
-            status = MISMATCH if f["code"] == "out_of_bounds_write" else HACK_DETECTED
-            if f["code"] == "out_of_bounds_write":
-                status = RUNTIME_ERROR
+            # the most severe finding wins (a cheat is never reported as a mere out-of-bounds bug)
+            def status_of(finding: dict[str, Any]) -> str:
+                return RUNTIME_ERROR if finding["code"] in RUNTIME_ERROR_FINDINGS else HACK_DETECTED
+
+            status = worst_status([status_of(f) for f in crep["findings"]])
+            f = next(f for f in crep["findings"] if status_of(f) == status)
             return status, f["code"], f["message"]
         if crep["compute_ops"] and "torch_compute_in_forward" not in exempt:
             ops = ", ".join(f"{k}×{n}" for k, n in sorted(crep["compute_ops"].items()))

@@ -23,6 +23,7 @@ from amdkv.config import worker_settings
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 
 TRACE_LIMIT = 4000
+OUT_OF_BOUNDS_ACCESS = "out_of_bounds_access"  # reason/finding code of a refused interpreter access
 
 
 # ---------------------------------------------------------------------------------------- utils
@@ -245,8 +246,15 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("hip_prebuilt") is not None:  # HIP: the parent built the extensions (backends/hip_run.py)
         from amdkv.verify.backends.hip_run import install_prebuilt
         install_prebuilt(job["hip_prebuilt"], counter)
+    bounds = None
     if job.get("interpreter"):
         _patch_autotune_for_interpreter()
+        # every load/store/atomic of an interpreted kernel is checked against its launch's tensor
+        # arguments (interpreter_bounds.py): installed before the candidate's code exists
+        from amdkv.verify.interpreter_bounds import InterpreterBoundsChecker
+
+        bounds = InterpreterBoundsChecker()
+        bounds.install()
     # Importing the candidate makes importlib probe `__pycache__/<name>.cpython-XY.pyc` beside it.
     # That probe is not the candidate's doing (it made every candidate outside the package dir
     # a `sandbox_violation`), but the .pyc must not be read either: a planted .pyc would run code
@@ -335,6 +343,8 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             counter.recorder = recorder
             before = counter.count
             info: dict[str, Any] = {"findings": []}
+            if bounds is not None:
+                bounds.reset()
             try:
                 with torch.no_grad(), poisoned_allocations(), recorder, redirect_stdout(stdout_buf):
                     out = model(*guarded)
@@ -342,6 +352,8 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             finally:
                 counter.recorder = None
             info["launches"] = counter.count - before
+            if bounds is not None and bounds.violation is not None:  # refused, and the error swallowed
+                info["findings"].append({"code": OUT_OF_BOUNDS_ACCESS, "message": bounds.violation.message})
             info["compute_ops"] = dict(recorder.compute_ops)
             leaves_dev = flatten_outputs(out)
             subclass = [i for i, leaf in enumerate(leaves_dev)
@@ -402,6 +414,11 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep["error"] = _error_entry(exc, "forward", in_kernel)
+            if bounds is not None and bounds.violation is not None:
+                # the refused access is the cause, however the interpreter wrapped it (InterpreterError
+                # from inside a launch would otherwise read as compile_error/triton_compile_error)
+                crep["error"].update(status="runtime_error", reason=OUT_OF_BOUNDS_ACCESS,
+                                     type="OutOfBoundsAccess", message=bounds.violation.message)
         outputs[cjob["name"]] = case_out
         if crep["error"]:
             break
