@@ -427,6 +427,9 @@ def _register_optional_groups() -> None:
         pass
     else:
         main.add_command(serve_command)
+    from amdkv.gen.cli import gen_group
+
+    main.add_command(gen_group)
 
 
 _register_optional_groups()

@@ -187,10 +187,25 @@ class ToolchainConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "ToolchainConfig":
-        environ = os.environ if environ is None else environ
-        values = {f.name: _parse(f, f.metadata["env"], environ[f.metadata["env"]].strip())
-                  for f in dataclasses.fields(cls) if environ.get(f.metadata["env"], "").strip()}
-        return cls(**values)
+        return cls(**_values_from_env(cls, environ))
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Settings of the dataset stages (`amdkv build / publish`)."""
+
+    hub_cards: str | None = _field(None, "AMDKV_HUB_CARDS", "folder of dataset card templates (unset: the checkout's hub_cards/)")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "DataConfig":
+        return cls(**_values_from_env(cls, environ))
+
+
+def _values_from_env(cls: type, environ: Mapping[str, str] | None) -> dict[str, Any]:
+    """The fields of dataclass `cls` set (non-empty) in `environ`, parsed."""
+    environ = os.environ if environ is None else environ
+    return {f.name: _parse(f, f.metadata["env"], environ[f.metadata["env"]].strip())
+            for f in dataclasses.fields(cls) if environ.get(f.metadata["env"], "").strip()}
 
 
 def resolve_config(config: "VerifierConfig | str | None" = None, **settings: Any) -> VerifierConfig:
@@ -216,7 +231,7 @@ def worker_settings() -> dict[str, Any]:
 def settings_table() -> list[dict[str, Any]]:
     """One row per setting (the docs table and `amdkv env --json` read it)."""
     rows = []
-    for cls in (VerifierConfig, ToolchainConfig):
+    for cls in (VerifierConfig, ToolchainConfig, DataConfig):
         for f in dataclasses.fields(cls):
             default = f.default if f.default is not dataclasses.MISSING else "~/.cache/amdkv"  # the factory's value
             rows.append({"config": cls.__name__, "field": f.name, "env": f.metadata["env"],

@@ -11,7 +11,6 @@ the schema versions and the build policy.
 from __future__ import annotations
 
 import json
-import os
 import string
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,9 @@ PLATFORM_TEXT = {"rocm": "an AMD GPU (ROCm)", "cuda": "an NVIDIA GPU (CUDA)", "c
 
 def template_dir() -> Path:
     """`$AMDKV_HUB_CARDS`, else the repository's `hub_cards/` (a source checkout or editable install)."""
-    env = os.environ.get("AMDKV_HUB_CARDS")
+    from amdkv.config import DataConfig
+
+    env = DataConfig.from_env().hub_cards
     return Path(env) if env else Path(__file__).resolve().parents[2] / "hub_cards"
 
 

@@ -1,0 +1,286 @@
+"""One GPU call: `amdkv gen` over every bundled task with a served model and with replay; tasks per
+minute, tokens per second and the share of wall time generation waited for verification
+(docs/gen.md, "Measured").
+
+    python3 benchmarks/gen_gpu.py --out OUT --wheels wheels/ [--model CHECKPOINT] [--tasks builtin:all]
+        [--budget-s 330] [--jobs 8] [--concurrency 16] [--device auto]
+
+Phases, one after another, each with its own wall budget (`amdkv gen --max-wall`: past it nothing
+new starts and the run says so; a cut phase reports what it finished):
+
+0. the model: `--model` (a checkpoint folder, e.g. the best this project has trained), else the
+   `smoke` tiny Qwen3 (amdkv.train.tiny_model, 21 M parameters) trained here for `--overfit-s`
+   seconds to answer each task's `write` request (0 shots) with the task's bundled Triton
+   solution in a fence: a model that really answers with kernels, some of them right, so that
+   verification has real work (a random model answers with nothing to verify);
+1. the server: vLLM's OpenAI server if `vllm` imports, else `transformers serve` (its `[serving]`
+   extra comes from --wheels), else the local transformers client in-process (`--llm hf`);
+2. `model`: `amdkv gen triton --tasks SUITE --llm openai ... --turns 2 --shots 0 --temperature 0`;
+3. `replay`: `amdkv gen triton --tasks SUITE --llm replay --turns 2` (scripted: bundled solutions);
+4. `replay_hip`: `amdkv gen hip --llm replay --turns 1` (HIP through the project's HIP-on-CUDA layer).
+The verdict cache is off (AMDKV_VERDICT_CACHE=0), so every phase verifies for real.
+
+What the GPU machine lacks (it has torch, triton, transformers, accelerate, tokenizers, httpx, rich,
+tqdm, click): `openai` (the client), `fastapi`/`starlette`/`uvicorn`/`pydantic` (transformers
+serve), `trl` (only its chat-template file, for the tiny tokenizer). Fetch them here with
+`benchmarks/gen_gpu_wheels.sh wheels/` and carry `wheels/`; this script installs them with
+`pip --target` into OUT/site (nothing is installed into the machine's Python).
+
+Output in OUT: gen_gpu.json (everything: each phase's `amdkv gen` summary), gen_gpu.md (the table
+for docs/gen.md), and each phase's run folder (records, samples.jsonl, summary.json).
+On `--device cpu` (to try the script here) phases run under the Triton interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+SERVE_WAIT_S = 120
+
+
+def log(msg: str) -> None:
+    print(f"[gen_gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def install_wheels(wheels: Path, site: Path) -> None:
+    """The carried wheels into a private folder put on every child's PYTHONPATH."""
+    site.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(wheels), "--target",
+           str(site)]
+    subprocess.run(pip + ["openai", "fastapi", "uvicorn"], check=True)
+    trl = sorted(wheels.glob("trl-*.whl"))
+    if trl:
+        subprocess.run(pip + ["--no-deps", str(trl[-1])], check=True)
+
+
+def child_env(site: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(REPO)] + ([str(site)] if site else []) + [env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    env["AMDKV_VERDICT_CACHE"] = "0"
+    env.setdefault("AMDKV_CACHE_DIR", "/tmp/amdkv-cache")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+# ---------------------------------------------------------------------------------- the model
+def overfit_smoke_model(folder: Path, tasks_spec: str, task_ids: list[str], seconds: float, device: str) -> dict:
+    """Train the smoke tiny model to answer each task's `write` request with its solution."""
+    import torch
+
+    from amdkv.gen.replay import fenced, reference_solution
+    from amdkv.prompts import PromptConfig, build_messages
+    from amdkv.tasks.suites import load_suite
+    from amdkv.train.tiny_model import build_preset
+
+    tok, model = build_preset("smoke")
+    dev = "cuda" if device != "cpu" and torch.cuda.is_available() else "cpu"
+    model.to(dev)
+    tasks = [t for t in load_suite(tasks_spec) if not task_ids or t.id in task_ids]
+    examples = []
+    for t in tasks:
+        code = reference_solution(t, "triton")
+        if code is None:
+            continue
+        prompt = tok.apply_chat_template(build_messages(t, PromptConfig(language="triton", shots=0)),
+                                         add_generation_prompt=True, tokenize=False)
+        p = tok(prompt, add_special_tokens=False)["input_ids"]
+        r = tok(fenced(code) + tok.eos_token, add_special_tokens=False)["input_ids"]
+        examples.append((p, r))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    start, steps, losses = time.monotonic(), 0, []
+    batch = 4
+    model.train()
+    while time.monotonic() - start < seconds:
+        for i in range(0, len(examples), batch):
+            group = examples[i:i + batch]
+            width = max(len(p) + len(r) for p, r in group)
+            ids = torch.full((len(group), width), tok.pad_token_id, dtype=torch.long)
+            labels = torch.full((len(group), width), -100, dtype=torch.long)
+            mask = torch.zeros((len(group), width), dtype=torch.long)
+            for k, (p, r) in enumerate(group):
+                seq = p + r
+                ids[k, :len(seq)] = torch.tensor(seq)
+                labels[k, len(p):len(seq)] = torch.tensor(r)
+                mask[k, :len(seq)] = 1
+            with torch.autocast(dev, dtype=torch.bfloat16, enabled=dev == "cuda"):
+                loss = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), labels=labels.to(dev)).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            steps += 1
+            losses.append(loss.item())
+            if time.monotonic() - start >= seconds:
+                break
+    model.eval()
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return {"model": "smoke tiny Qwen3, overfit", "tasks": len(examples), "steps": steps,
+            "seconds": round(time.monotonic() - start, 1), "final_loss": round(losses[-1], 4) if losses else None,
+            "device": dev}
+
+
+# ---------------------------------------------------------------------------------- the server
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(model: str, port: int, env: dict[str, str], device: str) -> tuple[subprocess.Popen | None, str]:
+    """vLLM if it imports, else transformers serve; (process, which) or (None, reason)."""
+    import httpx
+
+    vllm = subprocess.run([sys.executable, "-c", "import vllm"], env=env, capture_output=True).returncode == 0
+    if vllm:
+        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", str(port),
+               "--host", "127.0.0.1"]
+        which = "vllm"
+    else:
+        beside = Path(sys.executable).parent / "transformers"
+        exe = str(beside) if beside.exists() else (shutil.which("transformers") or "")
+        cmd = [exe, "serve", model, "--host", "127.0.0.1", "--port", str(port),
+               "--device", "cuda" if device != "cpu" else "cpu", "--log-level", "warning"]
+        which = "transformers serve"
+        if not exe:
+            return None, "no vllm and no `transformers` command"
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + SERVE_WAIT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return None, f"{which} exited: {proc.stderr.read()[-800:]}"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
+                return proc, which
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    proc.kill()
+    return None, f"{which} did not answer within {SERVE_WAIT_S} s"
+
+
+# ---------------------------------------------------------------------------------- phases
+def gen_phase(name: str, language: str, args: list[str], out: Path, env: dict[str, str], budget: float,
+              common: argparse.Namespace) -> dict[str, Any]:
+    run = out / name
+    cmd = [sys.executable, "-m", "amdkv.cli", "gen", language, "--tasks", common.tasks,
+           *[a for t in common.task_ids for a in ("--task", t)], "--out", str(run), "--device", common.device,
+           "--jobs", str(common.jobs), "--concurrency", str(common.concurrency), "--max-wall", str(budget),
+           "--json", *args]
+    log(f"phase {name}: {' '.join(cmd[3:])}")
+    started = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget + 240)
+    wall = time.monotonic() - started
+    try:
+        summary = json.loads(proc.stdout)
+    except ValueError:
+        summary = {"error": proc.stderr[-2000:]}
+    (out / f"{name}.stderr.txt").write_text(proc.stderr[-20000:])
+    log(f"phase {name}: rc={proc.returncode} in {wall:.0f} s")
+    return {"phase": name, "rc": proc.returncode, "wall_s": round(wall, 1), "summary": summary}
+
+
+def table(phases: list[dict[str, Any]], platform: str) -> str:
+    head = ("| phase | model | tasks done / selected | trajectories | verifications | correct | tasks/min | "
+            "completion tok/s | gen waited for verification | LLM slots idle while verifying | wall s |")
+    rows = [head, "|" + "---|" * 11]
+    for p in phases:
+        s = p["summary"]
+        if "run" not in s:
+            rows.append(f"| {p['phase']} | failed: {str(s.get('error'))[:80]} |" + " |" * 9)
+            continue
+        thr, act, tasks, out = s["throughput"], s["activity"], s["tasks"], s["outcomes"]
+        rows.append(f"| {p['phase']} | {s['run']['model'][-40:]} | {thr['tasks_finished_now']} / {tasks['selected']} | "
+                    f"{s['trajectories']['recorded']} | {thr['verifications']} | {out['correct']} | "
+                    f"{thr['tasks_per_min']} | {thr['completion_tokens_per_s']} | "
+                    f"{act.get('gen_waited_share', 0):.1%} | {act.get('slot_idle_share', 0):.1%} | {p['wall_s']} |")
+    return f"Platform: {platform} (verdicts say so; NVIDIA timings are not AMD numbers)\n\n" + "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--wheels", default=None, help="folder of carried wheels (gen_gpu_wheels.sh)")
+    ap.add_argument("--model", default=None, help="a checkpoint folder to serve (default: overfit the smoke model)")
+    ap.add_argument("--tasks", default="builtin:all")
+    ap.add_argument("--task-ids", default="", help="comma-separated subset (CPU tries)")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "rocm"])
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--overfit-s", type=float, default=75.0)
+    ap.add_argument("--budget-s", type=float, default=330.0, help="seconds for the three gen phases together")
+    ap.add_argument("--max-tokens", type=int, default=1536)
+    common = ap.parse_args()
+    common.task_ids = [t for t in common.task_ids.split(",") if t]
+    out = Path(common.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    site = None
+    if common.wheels:
+        site = out / "site"
+        install_wheels(Path(common.wheels), site)
+        sys.path.insert(0, str(site))
+    env = child_env(site)
+    report: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "args": vars(common)}
+    envinfo = subprocess.run([sys.executable, "-m", "amdkv.cli", "env", "--json"], env=env, capture_output=True,
+                             text=True)
+    try:
+        report["env"] = json.loads(envinfo.stdout)
+    except ValueError:
+        report["env"] = {"error": envinfo.stderr[-1000:]}
+    if common.model:
+        model_dir, report["model"] = common.model, {"model": common.model}
+    else:
+        model_dir = str(Path("/tmp") / f"amdkv-gen-smoke-{os.getpid()}")
+        log(f"training the smoke model for {common.overfit_s} s")
+        report["model"] = overfit_smoke_model(Path(model_dir), common.tasks, common.task_ids, common.overfit_s,
+                                              common.device)
+        log(f"model: {report['model']}")
+    port = free_port()
+    server, which = start_server(model_dir, port, env, common.device)
+    report["server"] = which
+    log(f"server: {which}")
+    budget = common.budget_s
+    split = {"model": 0.45, "replay": 0.35, "replay_hip": 0.20}
+    phases = []
+    sampling = ["--turns", "2", "--shots", "0", "--temperature", "0", "--max-tokens", str(common.max_tokens)]
+    try:
+        if server is not None:
+            phases.append(gen_phase("model", "triton", ["--llm", "openai", "--model", model_dir, "--base-url",
+                                                         f"http://127.0.0.1:{port}/v1", *sampling], out, env,
+                                    budget * split["model"], common))
+        else:
+            phases.append(gen_phase("model", "triton", ["--llm", "hf", "--model", model_dir, *sampling], out, env,
+                                    budget * split["model"], common))
+    finally:
+        if server is not None:
+            server.kill()
+    phases.append(gen_phase("replay", "triton", ["--llm", "replay", "--turns", "2", "--shots", "0"], out, env,
+                            budget * split["replay"], common))
+    phases.append(gen_phase("replay_hip", "hip", ["--llm", "replay", "--turns", "1", "--shots", "0"], out, env,
+                            budget * split["replay_hip"], common))
+    report["phases"] = phases
+    report["wall_s"] = round(time.monotonic() - t0, 1)
+    platform = next((p["summary"]["run"].get("platform") for p in phases if "run" in p["summary"]), None) or "?"
+    md = table(phases, platform)
+    (out / "gen_gpu.json").write_text(json.dumps(report, indent=2, default=str))
+    (out / "gen_gpu.md").write_text(md)
+    print(md)
+    log(f"done in {report['wall_s']} s")
+
+
+if __name__ == "__main__":
+    main()
