@@ -46,6 +46,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from report_files import markdown_table, write_report  # noqa: E402
+from sandbox_cost import cost_table, measure_cost  # noqa: E402
 
 DATA = REPO / "tests" / "data"
 MANIFEST = DATA / "faults" / "manifest.json"
@@ -338,22 +339,6 @@ class Suite:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-# ------------------------------------------------------------------------------ cost
-def measure_cost(device: str, n: int, rounds: int, jobs: int) -> dict[str, Any]:
-    """Spare starts and verifications with the OS sandbox off and on, interleaved (off, on, off, on)
-    so that load on a shared machine falls on both alike."""
-    from spare_start import measure_starts, measure_throughput
-
-    res: dict[str, Any] = {"candidates_per_mode_and_round": n, "rounds": rounds, "jobs": jobs, "runs": []}
-    for r in range(rounds):
-        for mode in ("off", "auto"):
-            print(f"[fault_suite] cost round {r + 1}: sandbox {mode}", file=sys.stderr, flush=True)
-            starts = measure_starts("fork", device, 4, sandbox=mode)
-            tp = measure_throughput("fork", device, n, 6, jobs, sandbox=mode)
-            res["runs"].append({"round": r + 1, "sandbox": mode, "starts": starts, "throughput": tp})
-    return res
-
-
 # ------------------------------------------------------------------------------ report
 def markdown(res: dict[str, Any]) -> str:
     lines = [f"Fault suite on {res['host']} ({res['cores']} cores), platform {res['platform']} ({res['device_name']}), "
@@ -389,14 +374,7 @@ def markdown(res: dict[str, Any]) -> str:
                                   r["result"]] for r in res["control"]])
     if res.get("cost"):
         lines += ["", "Cost of the OS sandbox (fork server spares; references cached; verdict cache off):", ""]
-        rows = []
-        for run in res["cost"]["runs"]:
-            s, t = run["starts"], run["throughput"]
-            rows.append([run["round"], run["sandbox"], s["wall_s"], s["core_s_per_spare"], t["candidates"], t["jobs"],
-                         t["per_minute"], t["median_latency_s"], t["core_s_per_candidate"],
-                         ", ".join(f"{k}: {v}" for k, v in sorted(t["statuses"].items()))])
-        lines += markdown_table(["round", "sandbox", "4 spares to READY s", "host core-s per spare", "candidates",
-                                 "jobs", "cand/min", "median latency s", "host core-s per candidate", "statuses"], rows)
+        lines += cost_table(res["cost"])
     return "\n".join(lines) + "\n"
 
 

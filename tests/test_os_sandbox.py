@@ -186,3 +186,39 @@ def test_amdkv_env_reports_the_sandbox():
     info = json.loads(out.stdout)
     assert info["sandbox"]["mode"] == "auto"
     assert set(info["sandbox"]["applied"]) | set(info["sandbox"]["missing"]) == set(os_sandbox.PARTS)
+
+
+# Plays a container whose seccomp profile refuses namespaces (Docker's default does for unprivileged
+# containers): a real filter on unshare/setns, then the amdkv CLI in the same process.
+REFUSE_NAMESPACES = (
+    "import ctypes, runpy, sys\n"
+    "from amdkv.verify import os_sandbox\n"
+    "ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS, as a container runtime sets it\n"
+    "os_sandbox.apply_seccomp(('unshare', 'setns'))\n"
+    "sys.argv = ['amdkv'] + sys.argv[1:]\n"
+    "runpy.run_module('amdkv.cli', run_name='__main__', alter_sys=True)\n")
+
+
+def test_a_machine_that_refuses_namespaces_reports_them_missing_and_still_verifies(tmp_path):
+    """A real kernel refusal, no stand-in: `amdkv env` and `amdkv verify` run under a seccomp filter
+    that refuses unshare(), as a locked-down container does. Both finish; the parts the kernel refused
+    are named missing with the kernel's reason, the rest still hold, the verdict is ok."""
+    need(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
+    from amdkv.tasks.builtin import solution_path, task_path
+
+    env = dict(with_package_on_path(os.environ), AMDKV_SANDBOX="auto", AMDKV_CACHE_DIR=str(tmp_path / "cache"))
+    launch = [sys.executable, "-c", REFUSE_NAMESPACES]
+    runs = [subprocess.Popen(launch + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for args in (["env", "--json"], ["verify", str(task_path("l1_relu")), str(solution_path("l1_relu")),
+                                             "--device", "cpu", "--trials", "1", "--no-verdict-cache", "--json"])]
+    (env_out, env_err), (verify_out, verify_err) = (p.communicate(timeout=300) for p in runs)
+    assert [p.returncode for p in runs] == [0, 0], (env_err[-2000:], verify_err[-2000:])
+    refused = {os_sandbox.USER_NAMESPACE, os_sandbox.NETWORK_NAMESPACE, os_sandbox.PROCESS_LIMIT}
+    sandbox = json.loads(env_out)["sandbox"]
+    assert set(sandbox["missing"]) == refused, sandbox
+    assert "Operation not permitted" in sandbox["missing"][os_sandbox.USER_NAMESPACE]
+    assert set(sandbox["applied"]) == set(APPLIED) - refused, sandbox
+    verdict = json.loads(verify_out)
+    assert verdict["status"] == "ok", verdict.get("diagnostics")
+    assert verdict["env"]["sandbox"] == {"mode": "auto", "applied": sandbox["applied"], "missing": sandbox["missing"]}
+    assert "lacks" in verify_err and "user_namespace" in verify_err, "auto says once what is missing"

@@ -66,6 +66,8 @@ import sys
 import tempfile
 from typing import Any, Iterable, Sequence
 
+from amdkv.config import SANDBOX_MODES
+
 USER_NAMESPACE = "user_namespace"
 NETWORK_NAMESPACE = "network_namespace"
 LANDLOCK_FS = "landlock_fs"
@@ -76,7 +78,7 @@ PROCESS_LIMIT = "process_limit"
 RESOURCE_LIMITS = "resource_limits"
 PARTS = (USER_NAMESPACE, NETWORK_NAMESPACE, LANDLOCK_FS, LANDLOCK_TCP, LANDLOCK_SCOPE, SECCOMP, PROCESS_LIMIT,
          RESOURCE_LIMITS)
-MODES = ("auto", "require", "off")
+MODES = SANDBOX_MODES  # auto: what the machine allows; require: all or refuse; off: none
 NOBODY_UID = 65534  # the real uid of a root-started worker (see USER_NAMESPACE above)
 
 # Character devices every worker may read and write (Python, subprocess and libraries open these).
@@ -320,8 +322,9 @@ _SYSCALLS = {
 }
 
 
-def seccomp_program(machine: str | None = None) -> bytes:
-    """The BPF filter for this machine's architecture (x86_64, aarch64)."""
+def seccomp_program(machine: str | None = None, refused: Sequence[str] = _REFUSED) -> bytes:
+    """The BPF filter for this machine's architecture (x86_64, aarch64): `refused` by name, and clone
+    with namespace flags. (The tests pass a shorter list to play a container that refuses namespaces.)"""
     table = _SYSCALLS[machine or _platform.machine()]
     deny = _RET_ERRNO | errno.EPERM
     insns: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, 4)]          # A = arch
@@ -331,7 +334,7 @@ def seccomp_program(machine: str | None = None) -> bytes:
     if table["x32"]:
         insns.append((_JGE_K, 0, 1, 0x40000000))                              # x32 syscalls: refuse
         insns.append((_RET_K, 0, 0, deny))
-    for name in _REFUSED:
+    for name in refused:
         nr = table["nr"].get(name)
         if nr is not None:
             insns.append((_JEQ_K, 0, 1, nr))
@@ -350,11 +353,12 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _apply_seccomp() -> None:
+def apply_seccomp(refused: Sequence[str] = _REFUSED) -> None:
+    """Install the filter on every thread of this process (needs no_new_privs or CAP_SYS_ADMIN)."""
     table = _SYSCALLS.get(_platform.machine())
     if table is None:
         raise OSError(errno.ENOSYS, f"no syscall table for {_platform.machine()}")
-    prog = seccomp_program()
+    prog = seccomp_program(refused=refused)
     buf = ctypes.create_string_buffer(prog, len(prog))
     fprog = _SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
     _check(_LIBC.syscall(ctypes.c_long(table["seccomp"]), ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
@@ -449,7 +453,7 @@ def enter(p: SandboxPlan) -> dict[str, Any]:
         missing.setdefault(LANDLOCK_SCOPE, "no Landlock")
     if SECCOMP not in missing:
         try:
-            _apply_seccomp()
+            apply_seccomp()
             applied.append(SECCOMP)
         except OSError as exc:
             missing[SECCOMP] = f"seccomp filter: {exc}"
@@ -536,8 +540,11 @@ def capabilities() -> dict[str, Any]:
     try:
         res = subprocess.run([sys.executable, "-m", "amdkv.verify.os_sandbox", "probe"], capture_output=True,
                              text=True, timeout=60, env=with_package_on_path(os.environ))
-        data = json.loads(res.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        lines = res.stdout.strip().splitlines()
+        if not lines:
+            raise ValueError(f"it printed nothing (exit code {res.returncode}): {res.stderr.strip()[-300:]}")
+        data = json.loads(lines[-1])
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
         return {"applied": [], "missing": {p: f"the probe failed: {exc}" for p in PARTS}, "probe_error": str(exc)}
     return data
 
