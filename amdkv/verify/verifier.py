@@ -409,8 +409,9 @@ class Verifier(LocalVerifier):
                          "compile_baseline": self.compile_baseline})
         for folder in compile_env.values():
             os.makedirs(folder, exist_ok=True)
-        # the reference worker reads its task and writes only its cases' files and the shared caches
-        spare = Spare(self.platform, self.config, extra_env=compile_env, readable=[task.path],
+        # the reference worker reads its task's folder (trusted code: a task may import what lies beside
+        # it, as a benchmark task's program does) and writes only its cases' files and the shared caches
+        spare = Spare(self.platform, self.config, extra_env=compile_env, readable=[os.path.dirname(task.path)],
                       writable=[refs[c.name]["tmp"] for c in cases] + list(compile_env.values()))
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")
