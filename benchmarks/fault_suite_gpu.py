@@ -345,6 +345,10 @@ def markdown(res: dict[str, Any]) -> str:
              f"torch {res['torch']}, triton {res['triton']}. OS sandbox here: "
              f"{', '.join(res['sandbox']['applied']) or 'nothing'}"
              + (f"; missing: {res['sandbox']['missing']}" if res['sandbox']['missing'] else "") + ".", ""]
+    warm = res.get("warmup") or {}
+    if warm and warm["status"] != "ok":
+        lines += [f"**The correct candidate itself is {warm['status']}/{warm['reason']} under the sandbox** (every "
+                  f"'next candidate' fails with it): `{warm['diagnostics'][-400:]!r}`", ""]
 
     def leaks(row: dict[str, Any]) -> str:
         lk = row.get("leaks")
@@ -411,7 +415,12 @@ def main() -> int:
                            "faults": [], "control": []}
     t_start = time.monotonic()
     try:
-        suite.verifier(args.sandbox, False, False).verify(suite.task, source=suite.good)  # references, warm spares
+        warm = suite.verifier(args.sandbox, False, False).verify(suite.task, source=suite.good)  # references, spares
+        res["warmup"] = {"status": warm.status, "reason": warm.reason, "sandbox": warm.env.get("sandbox"),
+                         "diagnostics": warm.diagnostics[-1500:]}  # if not ok, every "next candidate" fails: why
+        if warm.status != "ok":
+            print(f"[fault_suite] the correct candidate is {warm.status}/{warm.reason} under the sandbox: "
+                  f"{warm.diagnostics[-1500:]}", file=sys.stderr, flush=True)
         suite.gpu_baseline_mib = suite.gpu_used_mib()
         for entry in entries:
             print(f"[fault_suite] {entry['fault']}", file=sys.stderr, flush=True)

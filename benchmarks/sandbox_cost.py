@@ -33,11 +33,47 @@ SPARES_AT_ONCE = 4
 TASKS = 6
 
 
+def measure_enter(n: int) -> dict[str, Any]:
+    """Milliseconds for a forked child of this process to enter a worker's plan and exit, against a
+    child that only exits: the sandbox's own cost per worker, without the load-sensitive verification
+    around it (median of `n`; each child is single-threaded, as a fork server's child is)."""
+    import statistics
+    import tempfile
+    import time
+
+    from amdkv.verify import os_sandbox
+
+    def one(plan: Any) -> float:
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                if plan is not None:
+                    os_sandbox.enter(plan)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError("a child could not enter the sandbox")
+        return (time.perf_counter() - t0) * 1000
+
+    with tempfile.TemporaryDirectory(prefix="amdkv-sandbox-cost-") as tmp:
+        plan = os_sandbox.plan("auto", writable=[tmp], nproc=256, file_size_bytes=1 << 30, cpu_seconds=600)
+        bare = [one(None) for _ in range(n)]
+        entered = [one(plan) for _ in range(n)]
+    return {"children": n, "fork_exit_ms": round(statistics.median(bare), 2),
+            "fork_enter_exit_ms": round(statistics.median(entered), 2),
+            "enter_ms": round(statistics.median(entered) - statistics.median(bare), 2)}
+
+
 def measure_cost(device: str, n: int, rounds: int, jobs: int) -> dict[str, Any]:
     """Spare starts and `n` verifications per mode and round, the OS sandbox off and on, interleaved."""
     from spare_start import measure_starts, measure_throughput
 
-    res: dict[str, Any] = {"candidates_per_mode_and_round": n, "rounds": rounds, "jobs": jobs, "runs": []}
+    res: dict[str, Any] = {"candidates_per_mode_and_round": n, "rounds": rounds, "jobs": jobs,
+                           "enter": measure_enter(50), "runs": []}
     for r in range(rounds):
         for mode in ("off", "auto"):
             print(f"[sandbox_cost] round {r + 1}: sandbox {mode}", file=sys.stderr, flush=True)
@@ -48,16 +84,19 @@ def measure_cost(device: str, n: int, rounds: int, jobs: int) -> dict[str, Any]:
 
 
 def cost_table(cost: dict[str, Any]) -> list[str]:
-    """The markdown table of measure_cost's runs (also part of the fault suite's report)."""
+    """The markdown of measure_cost's result (also part of the fault suite's report)."""
+    e = cost["enter"]
+    lines = [f"Entering the sandbox in a forked child (median of {e['children']}): fork+exit {e['fork_exit_ms']} ms, "
+             f"fork+enter+exit {e['fork_enter_exit_ms']} ms: **{e['enter_ms']} ms per worker**.", ""]
     rows = []
     for run in cost["runs"]:
         s, t = run["starts"], run["throughput"]
         rows.append([run["round"], run["sandbox"], s["wall_s"], s["core_s_per_spare"], t["candidates"], t["jobs"],
                      t["per_minute"], t["median_latency_s"], t["core_s_per_candidate"],
                      ", ".join(f"{k}: {v}" for k, v in sorted(t["statuses"].items()))])
-    return markdown_table(["round", "sandbox", f"{SPARES_AT_ONCE} spares to READY s", "host core-s per spare",
-                           "candidates", "jobs", "cand/min", "median latency s", "host core-s per candidate",
-                           "statuses"], rows)
+    header = ["round", "sandbox", f"{SPARES_AT_ONCE} spares to READY s", "host core-s per spare", "candidates",
+              "jobs", "cand/min", "median latency s", "host core-s per candidate", "statuses"]
+    return lines + markdown_table(header, rows)
 
 
 def markdown(res: dict[str, Any]) -> str:
