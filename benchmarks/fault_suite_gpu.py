@@ -173,6 +173,7 @@ class Suite:
         self.platform = detect_platform(device)
         self.gpu = self.platform.can_time
         self.base = Path(tempfile.mkdtemp(prefix="amdkv-faults-"))
+        self.tempdir_before = tempfile.tempdir
         tempfile.tempdir = str(self.base)  # every spare, scratch and lock of this run lives here
         self.outside = self.base / "outside"
         self.outside.mkdir()
@@ -337,6 +338,7 @@ class Suite:
         self.secret.map.close()
         self.secret.fh.close()
         shutil.rmtree(self.base, ignore_errors=True)
+        tempfile.tempdir = self.tempdir_before  # the cost phase after the suite makes its own folders
 
 
 # ------------------------------------------------------------------------------ report

@@ -179,15 +179,6 @@ def test_skipping_static_checks_never_gives_ok_and_is_never_cached(tmp_path):
     assert again.status == "ok" and not again.cache_hit
 
 
-def test_amdkv_env_reports_the_sandbox():
-    env = dict(os.environ, PYTHONPATH=with_package_on_path(os.environ)["PYTHONPATH"], AMDKV_SANDBOX="auto")
-    out = subprocess.run([sys.executable, "-m", "amdkv.cli", "env", "--json"], capture_output=True, text=True,
-                         timeout=300, env=env, check=True)
-    info = json.loads(out.stdout)
-    assert info["sandbox"]["mode"] == "auto"
-    assert set(info["sandbox"]["applied"]) | set(info["sandbox"]["missing"]) == set(os_sandbox.PARTS)
-
-
 # Plays a container whose seccomp profile refuses namespaces (Docker's default does for unprivileged
 # containers): a real filter on unshare/setns, then the amdkv CLI in the same process.
 REFUSE_NAMESPACES = (
@@ -199,20 +190,26 @@ REFUSE_NAMESPACES = (
     "runpy.run_module('amdkv.cli', run_name='__main__', alter_sys=True)\n")
 
 
-def test_a_machine_that_refuses_namespaces_reports_them_missing_and_still_verifies(tmp_path):
-    """A real kernel refusal, no stand-in: `amdkv env` and `amdkv verify` run under a seccomp filter
-    that refuses unshare(), as a locked-down container does. Both finish; the parts the kernel refused
-    are named missing with the kernel's reason, the rest still hold, the verdict is ok."""
+def test_amdkv_env_reports_the_sandbox_and_a_machine_that_refuses_namespaces_still_verifies():
+    """`amdkv env` here names every part as applied or missing. Then a real kernel refusal, no
+    stand-in: `amdkv env` and `amdkv verify` run under a seccomp filter that refuses unshare(), as a
+    locked-down container does. Both finish; the parts the kernel refused are named missing with the
+    kernel's reason, the rest still hold, the verdict is ok. (The three commands run at once.)"""
     need(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
     from amdkv.tasks.builtin import solution_path, task_path
 
-    env = dict(with_package_on_path(os.environ), AMDKV_SANDBOX="auto", AMDKV_CACHE_DIR=str(tmp_path / "cache"))
-    launch = [sys.executable, "-c", REFUSE_NAMESPACES]
-    runs = [subprocess.Popen(launch + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for args in (["env", "--json"], ["verify", str(task_path("l1_relu")), str(solution_path("l1_relu")),
-                                             "--device", "cpu", "--trials", "1", "--no-verdict-cache", "--json"])]
-    (env_out, env_err), (verify_out, verify_err) = (p.communicate(timeout=300) for p in runs)
-    assert [p.returncode for p in runs] == [0, 0], (env_err[-2000:], verify_err[-2000:])
+    env = dict(with_package_on_path(os.environ), AMDKV_SANDBOX="auto")  # the session cache: relu's reference is in it
+    refusing = [sys.executable, "-c", REFUSE_NAMESPACES]
+    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for cmd in (
+        [sys.executable, "-m", "amdkv.cli", "env", "--json"], refusing + ["env", "--json"],
+        refusing + ["verify", str(task_path("l1_relu")), str(solution_path("l1_relu")), "--device", "cpu",
+                    "--trials", "1", "--no-verdict-cache", "--json"])]
+    (here_out, _), (env_out, env_err), (verify_out, verify_err) = (p.communicate(timeout=300) for p in runs)
+    assert [p.returncode for p in runs] == [0, 0, 0], (env_err[-2000:], verify_err[-2000:])
+    here = json.loads(here_out)["sandbox"]
+    assert here["mode"] == "auto" and set(here["applied"]) | set(here["missing"]) == set(os_sandbox.PARTS)
+    assert here["applied"] == CAPS["applied"]
+
     refused = {os_sandbox.USER_NAMESPACE, os_sandbox.NETWORK_NAMESPACE, os_sandbox.PROCESS_LIMIT}
     sandbox = json.loads(env_out)["sandbox"]
     assert set(sandbox["missing"]) == refused, sandbox
