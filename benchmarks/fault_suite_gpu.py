@@ -1,7 +1,7 @@
 """The fault suite: every fault a candidate can inflict on the harness, on one platform, in one call.
 
-    python benchmarks/fault_suite_gpu.py --out faults_out --control --cost 16   # the GPU run (cuda), <= 5 min
-    python benchmarks/fault_suite_gpu.py --out faults_out --device cpu --control # CI / the dev machine
+    python3 benchmarks/fault_suite_gpu.py --device cuda --out $OUT --control --cost 8 --cost-rounds 2  # H200, ~4 min
+    python benchmarks/fault_suite_gpu.py --out faults_out --device cpu --control   # CI / the dev machine, ~45 s
 
 For each fault of tests/data/faults/manifest.json that the platform can host: verify the candidate,
 then check that the verdict is the expected one, that the harness is alive (the same verifier judges
