@@ -101,6 +101,8 @@ for step in $STEPS; do
       tail -n 30 "$OUT/ext/log.txt" >> "$SUMMARY" ;;
     *) echo "unknown step $step (refs adv fid tp hip learn tthr dry proc serve fault ext)" | tee -a "$SUMMARY"; continue ;;
   esac
-  tar -C "$OUT" -czf "$OUT/$step.tgz" "$step" && rm -rf "${OUT:?}/$step"
+  # caches (references, compiles, verdicts) stay behind: they are large and not results
+  tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' -czf "$OUT/$step.tgz" "$step" \
+    && rm -rf "${OUT:?}/$step"
 done
 cat "$SUMMARY"
