@@ -13,13 +13,29 @@
 #   fid   timing fidelity against the profiler, 14 kernels (benchmarks/timing_fidelity.py)
 #   tp    Triton throughput, cold + warm on GPU 0, + two-GPU phase when 2 GPUs are visible
 #   hip   every HIP reference solution + the broken HIP set, cold + warm (benchmarks/hip_gpu_check.py)
-# Limits (seconds, env): REFS_S=330 ADV_S=150 FID_S=150 TP_S=420 HIP_S=420. JOBS (refs) default 8.
+#   learn the training stack learns: SFT then GRPO on procedural tasks (benchmarks/learning_run.py)
+#   tthr  SFT tokens/s against plain TRL, RL step split (benchmarks/train_throughput.py)
+#   dry   the 8B configs' memory dry run (benchmarks/train_dryrun.py)
+#   proc  procedural templated solutions verified (benchmarks/procedural_gpu.py)
+#   serve `amdkv eval` in-process against `amdkv serve` + the service's cache (benchmarks/serve_vs_inprocess.py)
+#   fault the fault suite and the OS sandbox's cost (benchmarks/fault_suite_gpu.py)
+#   ext   external benchmarks' references against their own harnesses (benchmarks/external_gpu.py;
+#         needs .ext/ and the harness wheels: docs/benchmarks.md)
+# Limits (seconds, env): REFS_S=330 ADV_S=150 FID_S=150 TP_S=420 HIP_S=420 LEARN_S=560 TTHR_S=300
+# DRY_S=120 PROC_S=240 SERVE_S=240 FAULT_S=240 EXT_S=420. JOBS (refs) default 8.
+# The HF libraries the image lacks (datasets, trl, evaluate, fastapi, ...) come as wheels in WHEELS
+# (default .whl, carried): installed once into /tmp/site, first on PYTHONPATH.
 # A step cut by its limit gets SIGINT first (Python unwinds and kills its workers), SIGKILL 20 s later.
 set -uo pipefail
 OUT="${OUT:-gpu_check_out}"
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export AMDKV_CACHE_DIR="${AMDKV_CACHE_DIR:-/tmp/amdkv-cache}"
+WHEELS="${WHEELS:-.whl}"
+if [ -d "$WHEELS" ] && [ ! -d /tmp/site ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$WHEELS"/*.whl > /dev/null 2>&1
+fi
+[ -d /tmp/site ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
 STEPS="${STEPS:-refs adv}"
 JOBS="${JOBS:-8}"
 NGPU=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
@@ -59,8 +75,34 @@ for step in $STEPS; do
       run_step hip "${HIP_S:-420}" python3 benchmarks/hip_gpu_check.py --out "$OUT/hip" \
         --budget-s "$(( ${HIP_S:-420} - 60 ))" ${HIP_FLAGS:-}
       grep -E "statuses as expected|^throughput" "$OUT/hip/log.txt" >> "$SUMMARY" 2>/dev/null ;;
-    *) echo "unknown step $step (refs adv fid tp hip)" | tee -a "$SUMMARY"; continue ;;
+    learn)
+      run_step learn "${LEARN_S:-560}" python3 benchmarks/learning_run.py --out "$OUT/learn" \
+        --budget-s "$(( ${LEARN_S:-560} - 30 ))" ${LEARN_FLAGS:-}
+      tail -n 12 "$OUT/learn/log.txt" >> "$SUMMARY" ;;
+    tthr)
+      run_step tthr "${TTHR_S:-300}" python3 benchmarks/train_throughput.py --out "$OUT/tthr" ${TTHR_FLAGS:-}
+      tail -n 8 "$OUT/tthr/log.txt" >> "$SUMMARY" ;;
+    dry)
+      run_step dry "${DRY_S:-120}" python3 benchmarks/train_dryrun.py --out "$OUT/dry" ${DRY_FLAGS:-}
+      tail -n 6 "$OUT/dry/log.txt" >> "$SUMMARY" ;;
+    proc)
+      run_step proc "${PROC_S:-240}" python3 benchmarks/procedural_gpu.py --out "$OUT/proc" \
+        --budget-s "$(( ${PROC_S:-240} - 40 ))" ${PROC_FLAGS:-}
+      tail -n 14 "$OUT/proc/log.txt" >> "$SUMMARY" ;;
+    serve)
+      run_step serve "${SERVE_S:-240}" python3 benchmarks/serve_vs_inprocess.py --out "$OUT/serve" ${SERVE_FLAGS:-}
+      tail -n 8 "$OUT/serve/log.txt" >> "$SUMMARY" ;;
+    fault)
+      run_step fault "${FAULT_S:-240}" python3 benchmarks/fault_suite_gpu.py --out "$OUT/fault" ${FAULT_FLAGS:-}
+      tail -n 30 "$OUT/fault/log.txt" >> "$SUMMARY" ;;
+    ext)
+      run_step ext "${EXT_S:-420}" python3 benchmarks/external_gpu.py --out "$OUT/ext" --kernelbench .ext/KernelBench \
+        --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench --harness-site /tmp/site --jobs 8 ${EXT_FLAGS:-}
+      tail -n 30 "$OUT/ext/log.txt" >> "$SUMMARY" ;;
+    *) echo "unknown step $step (refs adv fid tp hip learn tthr dry proc serve fault ext)" | tee -a "$SUMMARY"; continue ;;
   esac
-  tar -C "$OUT" -czf "$OUT/$step.tgz" "$step" && rm -rf "${OUT:?}/$step"
+  # caches (references, compiles, verdicts) stay behind: they are large and not results
+  tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' -czf "$OUT/$step.tgz" "$step" \
+    && rm -rf "${OUT:?}/$step"
 done
 cat "$SUMMARY"

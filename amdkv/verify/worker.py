@@ -73,6 +73,24 @@ def _load_triton_driver() -> None:
     import triton
 
     triton.runtime.driver.active.get_current_device()
+    _set_scratch_allocator(triton)
+
+
+def _set_scratch_allocator(triton: Any) -> None:
+    """Kernels that build tensor descriptors on the device (`tl.make_tensor_descriptor`, TMA on
+    Hopper) ask Triton for global scratch at launch and fail with "no allocator was set" unless
+    the program installed one: a correct kernel must not fail for want of what any real caller
+    sets up (found on the H200: ok_descriptor_edges.py was a `compile_error`). Scratch comes from
+    torch's caching allocator on the worker's device, so it counts against the worker's GPU memory
+    fraction like any other allocation; a candidate that installs its own allocator replaces it."""
+    import torch
+
+    def allocate(size: int, alignment: int, stream: Any) -> torch.Tensor:
+        return torch.empty(size, dtype=torch.int8, device="cuda")
+
+    setter = getattr(triton, "set_allocator", None)
+    if setter is not None:
+        setter(allocate)
 
 
 def _prewarm_profiler(device: str) -> None:
