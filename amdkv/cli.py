@@ -216,8 +216,13 @@ def env(as_json: bool) -> None:
     from amdkv.config import VerifierConfig
     from amdkv.env import collect_env
 
+    from amdkv.verify.os_sandbox import capabilities
+
     info = dict(collect_env(with_gpu=True, with_tools=True))
-    info["verifier_settings"] = VerifierConfig.from_env().to_dict()  # what AMDKV_* asks for here
+    config = VerifierConfig.from_env()
+    info["verifier_settings"] = config.to_dict()  # what AMDKV_* asks for here
+    # what the OS sandbox of the workers can hold on this machine (docs/sandbox.md)
+    info["sandbox"] = {"mode": config.sandbox, **capabilities()}
     if as_json:
         click.echo(json.dumps(info, indent=2))
     else:

@@ -30,6 +30,9 @@ SMALL_KERNEL_METHODS = ("profiler", "graph")
 # the rules that refuse plain PyTorch (for a benchmark's PyTorch reference run as a candidate);
 # `benchmark` the task's own benchmark rule (e.g. allclose at the benchmark's tolerance), no anti-hack.
 POLICIES = ("strict", "reference", "benchmark")
+# The OS sandbox of worker processes (docs/sandbox.md): `auto` applies every part this machine
+# allows and says which are missing, `require` refuses to verify without all of them, `off` none.
+SANDBOX_MODES = ("auto", "require", "off")
 
 
 def default_cache_dir() -> str:
@@ -81,6 +84,11 @@ class VerifierConfig:
     worker_threads: int | None = _field(None, "AMDKV_WORKER_THREADS", "torch threads per worker process (unset: torch's default; forked workers: OMP_NUM_THREADS)", worker=True)
     max_attempts: int = _field(2, "AMDKV_MAX_ATTEMPTS", "runs of one candidate at most when its GPU fails a health check (multi-GPU)")
     policy: str = _field("strict", "AMDKV_POLICY", "strict | reference | benchmark: which checks decide a verdict (docs/benchmarks.md)", verdict=True)
+    sandbox: str = _field("auto", "AMDKV_SANDBOX", "auto | require | off: the OS sandbox of every worker (namespaces, Landlock, seccomp, limits; docs/sandbox.md)", verdict=True)
+    sandbox_nproc: int | None = _field(None, "AMDKV_SANDBOX_NPROC", "processes + threads one worker may have (unset: 4 per core, at least 256)", verdict=True)
+    sandbox_file_size_gib: float = _field(4.0, "AMDKV_SANDBOX_FILE_SIZE_GIB", "largest file a worker may write (GiB; its outputs, stdout and stderr files)", verdict=True)
+    gpu_host_mem_gib: float = _field(32.0, "AMDKV_GPU_HOST_MEM_GIB", "host memory (RLIMIT_DATA) of a worker on GPU platforms (GiB); runtime_error/oom past it", verdict=True)
+    unsafe_skip_static_checks: bool = _field(False, "AMDKV_UNSAFE_SKIP_STATIC_CHECKS", "TEST ONLY: skip the static anti-hack checks (the OS-sandbox and fault tests); such a verdict says so and is never ok", verdict=True)
 
     def __post_init__(self) -> None:
         _check_choice("device", self.device, DEVICES)
@@ -89,6 +97,13 @@ class VerifierConfig:
         _check_choice("timing_method", self.timing_method, TIMING_METHODS)
         _check_choice("small_kernel_method", self.small_kernel_method, SMALL_KERNEL_METHODS)
         _check_choice("policy", self.policy, POLICIES)
+        _check_choice("sandbox", self.sandbox, SANDBOX_MODES)
+        for name in ("sandbox_file_size_gib", "gpu_host_mem_gib"):
+            if not float(getattr(self, name)) > 0:
+                raise BadInputError(f"{name}={getattr(self, name)!r}: must be > 0 GiB", hint=f"e.g. {name}=4")
+        if self.sandbox_nproc is not None and int(self.sandbox_nproc) < 16:
+            raise BadInputError(f"sandbox_nproc={self.sandbox_nproc!r}: a worker needs at least 16 processes/threads",
+                                hint="unset AMDKV_SANDBOX_NPROC for the default")
         for name in ("jobs", "trials", "max_attempts"):
             if int(getattr(self, name)) < 1:
                 raise BadInputError(f"{name}={getattr(self, name)!r}: must be >= 1", hint=f"e.g. {name}=1")
@@ -249,7 +264,7 @@ def _parse(f: dataclasses.Field, env: str, text: str) -> Any:
         if kind.startswith("float"):
             return float(text)
         return text.lower() if f.name in ("device", "spare_start", "judge_device", "timing_method",
-                                          "small_kernel_method", "policy") else text
+                                          "small_kernel_method", "policy", "sandbox") else text
     except ValueError as exc:
         raise BadInputError(f"{env}={text!r} is not a valid {f.name} ({exc})",
                             hint=f"{f.metadata['doc']}; unset {env} to use the default") from None

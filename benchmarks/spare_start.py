@@ -35,7 +35,8 @@ from report_files import write_report  # noqa: E402
 from throughput import make_candidates  # noqa: E402
 
 
-def measure_starts(method: str, device: str, n: int) -> dict[str, Any]:
+def measure_starts(method: str, device: str, n: int, sandbox: str = "auto") -> dict[str, Any]:
+    from amdkv.config import VerifierConfig
     from amdkv.verify.platform import detect_platform
     from amdkv.verify.pool import Spare
 
@@ -46,7 +47,8 @@ def measure_starts(method: str, device: str, n: int) -> dict[str, Any]:
         env = {"TRITON_INTERPRET": "1"} if platform.interpreter else {}
         fork_server.shared(env)
     cpu0, t0 = host_cpu_ticks(), time.monotonic()
-    spares = [Spare(platform, None, start=method) for _ in range(n)]
+    config = VerifierConfig.from_env(device=device, sandbox=sandbox)
+    spares = [Spare(platform, config, start=method) for _ in range(n)]
     for s in spares:
         s.wait_ready()
     wall, cpu1 = time.monotonic() - t0, host_cpu_ticks()
@@ -58,7 +60,8 @@ def measure_starts(method: str, device: str, n: int) -> dict[str, Any]:
             "core_s_per_spare": round(core_s / n, 3) if core_s is not None else None}
 
 
-def measure_throughput(method: str, device: str, n_candidates: int, n_tasks: int, jobs: int) -> dict[str, Any]:
+def measure_throughput(method: str, device: str, n_candidates: int, n_tasks: int, jobs: int,
+                       sandbox: str = "auto") -> dict[str, Any]:
     from amdkv.verify.verifier import Verifier
 
     work = Path(tempfile.mkdtemp(prefix="amdkv-spare-start-"))
@@ -68,7 +71,7 @@ def measure_throughput(method: str, device: str, n_candidates: int, n_tasks: int
         os.environ["AMDKV_SPARE_START"] = method
         # verdict cache off: this measures verification, not cache reads
         with Verifier(device, jobs=jobs, spares=jobs, compile_baseline=False, verdict_cache=False,
-                      spare_start=method) as verifier:
+                      spare_start=method, sandbox=sandbox) as verifier:
             verifier.verify_many(firsts)  # references cached, spares warm: not counted
             cpu0, t0 = host_cpu_ticks(), time.monotonic()
             verdicts = verifier.verify_many(pairs)

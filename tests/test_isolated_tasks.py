@@ -39,8 +39,12 @@ def test_task_code_never_runs_in_this_process(tmp_path, cache_dir):
     marker = tmp_path / "imported_by.txt"
     source = task_path("l1_relu").read_text() + (
         f"\nimport os as _os\nwith open({str(marker)!r}, 'a') as _fh:\n    _fh.write(str(_os.getpid()) + '\\n')\n")
+    # with the OS sandbox (the default) the loading child may not write outside its folder at all
+    with pytest.raises(TaskFormatError, match="PermissionError"):
+        load_task_isolated(source, cache_dir=cache_dir)
+    assert not marker.exists()
     before = set(sys.modules)
-    task = load_task_isolated(source, cache_dir=cache_dir)
+    task = load_task_isolated(source, cache_dir=cache_dir, sandbox="off")  # off: the marker shows who ran it
     pids = [int(x) for x in marker.read_text().split()]
     assert pids and all(pid != __import__("os").getpid() for pid in pids)
     assert not [m for m in set(sys.modules) - before if "task_" in m]

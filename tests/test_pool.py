@@ -28,7 +28,7 @@ def _scripted_spare(body: str) -> Spare:
     real worker; here only the process differs)."""
     spare = Spare.__new__(Spare)
     spare.platform = detect_platform("cpu")
-    spare.workdir = tempfile.mkdtemp(prefix="amdkv-test-pool-")
+    spare.root = spare.workdir = tempfile.mkdtemp(prefix="amdkv-test-pool-")
     spare.stderr_path = os.path.join(spare.workdir, "worker_stderr.txt")
     script = "import sys, time, os\nprint('READY', flush=True)\nsys.stdin.readline()\n" + body
     spare.proc = ExecWorkerProcess(dict(os.environ), spare.workdir, spare.stderr_path, None,

@@ -134,7 +134,7 @@ class VerificationService:
         config = verifier.config
         self._isolated = IsolatedTaskCache(functools.partial(
             load_task_isolated, cache_dir=config.cache_path, timeout=settings.task_load_timeout_s,
-            start=config.spare_start, mem_cap_bytes=int(config.mem_cap_gib * (1 << 30)),
+            start=config.spare_start, mem_cap_bytes=int(config.mem_cap_gib * (1 << 30)), sandbox=config.sandbox,
             extra_env={"TRITON_INTERPRET": "1"} if verifier.platform.interpreter else {}))
         self._recent = RecentRequests(settings.request_ttl_s, settings.remembered_requests)
         self._admitted = 0

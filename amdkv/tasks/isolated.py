@@ -139,11 +139,13 @@ def task_from_description(desc: dict[str, Any], *, path: Path, source: str, task
 # ------------------------------------------------------------------------------ loading
 def load_task_isolated(source: str, *, cache_dir: str | os.PathLike[str], task_id: str | None = None,
                        timeout: float = DEFAULT_TIMEOUT_S, start: str = "auto",
-                       mem_cap_bytes: int | None = None, extra_env: Mapping[str, str] | None = None) -> Task:
+                       mem_cap_bytes: int | None = None, extra_env: Mapping[str, str] | None = None,
+                       sandbox: str = "auto") -> Task:
     """The Task of `source`, loaded in a sandboxed child (never imported here). A task that does
     not load (syntax error, no Model, bad METADATA, crash, hang) is a TaskFormatError saying why.
     `extra_env`: e.g. the verifier's TRITON_INTERPRET, so the child forks from the verifier's own
     fork server (fork_server.IMPORT_TIME_ENV) instead of starting another."""
+    from amdkv.verify import os_sandbox
     from amdkv.verify.sandbox import run_python_module, with_package_on_path
 
     if not isinstance(source, str) or not source.strip():
@@ -155,7 +157,8 @@ def load_task_isolated(source: str, *, cache_dir: str | os.PathLike[str], task_i
         env.update(extra_env or {})
         env.update(_NO_GPU)
         res = run_python_module(WORKER_MODULE, [str(path), str(out)], timeout=timeout, env=env, cwd=tmp,
-                                max_address_space_bytes=mem_cap_bytes, start=start)
+                                max_address_space_bytes=mem_cap_bytes, start=start,
+                                sandbox=os_sandbox.plan(sandbox, writable=[tmp], readable=[str(path)]))
         report = _read_report(out)
     if report is None:
         if res.timed_out:

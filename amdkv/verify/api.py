@@ -227,8 +227,12 @@ class LocalVerifier(BaseVerifier):
     def identity(self) -> str:
         """Hash of this verifier's versions, verdict-affecting settings, platform and device."""
         if self._identity is None:
-            self._identity = verifier_identity(self.config.verdict_settings(), self.platform.name,
-                                               self.device_description)
+            from amdkv.verify.os_sandbox import status
+
+            settings = dict(self.config.verdict_settings())
+            # what the OS sandbox holds on this machine changes what a candidate can get away with
+            settings["sandbox_applied"] = status(self.config.sandbox)["applied"]
+            self._identity = verifier_identity(settings, self.platform.name, self.device_description)
         return self._identity
 
     # ------------------------------------------------------------------ helpers for subclasses

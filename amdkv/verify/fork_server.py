@@ -14,13 +14,18 @@ of the parent's.
 Protocol (AF_UNIX SOCK_SEQPACKET, so each message is one datagram, fds ride along):
   server -> parent  {"ready": true}                      once, after the preload imports
   parent -> server  {"id": N, "spec": {...}} + one fd    fork a worker; the fd is its channel
+  parent -> server  {"own": "/path"}                     remove this folder if the parent dies
   server -> parent  {"id": N, "pid": P} or {"id": N, "error": "..."}
   server -> parent  {"exit": P, "code": C}               a worker ended (C as Popen.returncode)
 The server never initialises a GPU and starts no threads (children of a threaded process can inherit
 held locks; importing torch itself starts one native helper thread, which no forked worker has
 tripped over in the GPU and CPU runs); it reaps children on SIGCHLD through a wake-up pipe. It exits when the parent closes
-its end. A forked child closes the server's sockets before anything else runs in it, so a candidate
-cannot ask the server for anything.
+its end; then it first kills the process group of every child still running and removes the folders
+of its children (spec "owned_dir") and those the parent handed it ("own"), so a killed parent (a
+SIGKILLed `amdkv eval`) leaves no worker and no temp folder behind. A forked child closes the
+server's sockets before anything else runs in it, so a candidate cannot ask the server for anything,
+enters the OS sandbox (os_sandbox.py) while it is still single-threaded, and dies with the server
+(PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -52,23 +57,30 @@ def _send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | None = None
         sock.send(data)
 
 
-def _reap(sock: socket.socket) -> None:
+def _reap(sock: socket.socket) -> list[int]:
+    """Collect exited children, tell the parent their exit codes; returns their pids."""
+    done = []
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return done
         if pid == 0:
-            return
-        _send(sock, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+            return done
+        done.append(pid)
+        with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+            _send(sock, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
-def _isolate(env: dict[str, str], cwd: str, stdout_path: str, stderr_path: str, mem_cap_bytes: int | None) -> None:
+def _isolate(env: dict[str, str], cwd: str, stdout_path: str, stderr_path: str, mem_cap_bytes: int | None,
+             sandbox: dict[str, Any] | None = None, server_pid: int | None = None) -> None:
     """Make a freshly forked child what an exec'd process started by sandbox.run_process would be:
     its own session (the parent kills its whole group), limits, stdin from /dev/null, stdout and
     stderr to files, its work dir and environment. The environment is replaced before anything
     reads it: Triton reads its settings (cache dir) on use, CUDA reads CUDA_VISIBLE_DEVICES at its
-    first call, which happens in the child and never in the server."""
+    first call, which happens in the child and never in the server. Then the OS sandbox
+    (os_sandbox.enter: the child is still single-threaded, as namespaces and Landlock need), and
+    death with the server: a child outlives nothing it was started for."""
     os.setsid()
     import resource
     import tempfile
@@ -86,12 +98,33 @@ def _isolate(env: dict[str, str], cwd: str, stdout_path: str, stderr_path: str, 
     os.environ.clear()
     os.environ.update(env)
     tempfile.tempdir = None  # re-read TMPDIR
+    if sandbox:
+        from amdkv.verify import os_sandbox
+
+        try:
+            os_sandbox.enter(os_sandbox.SandboxPlan.from_json(sandbox))
+        except os_sandbox.SandboxError as exc:
+            print(f"amdkv worker: {exc}", file=sys.stderr, flush=True)
+            os._exit(71)
+    _die_with(server_pid)
 
 
-def _child_main(spec: dict[str, Any], fds: list[int]) -> None:
+def _die_with(server_pid: int | None) -> None:
+    """SIGKILL this child when the fork server dies (the server is single-threaded, so the thread
+    that forked us is the server itself). Set last: a change of credentials clears it."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    if server_pid is not None and os.getppid() != server_pid:  # the server died before that
+        os._exit(70)
+
+
+def _child_main(spec: dict[str, Any], fds: list[int], server_pid: int) -> None:
     """What a forked child runs: a spare worker (kind "worker", `fds` = its channel) or a module's
     `__main__` with arguments (kind "module", like `python -m MODULE ARGS...`)."""
-    _isolate(spec["env"], spec["cwd"], spec["stdout_path"], spec["stderr_path"], spec.get("mem_cap_bytes"))
+    _isolate(spec["env"], spec["cwd"], spec["stdout_path"], spec["stderr_path"], spec.get("mem_cap_bytes"),
+             spec.get("sandbox"), server_pid)
     if spec["kind"] == "worker":
         from amdkv.verify import worker
 
@@ -136,11 +169,55 @@ def serve(ctrl_fd: int) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
     _send(sock, {"ready": True})
+    children = _Children()
+    try:
+        return _serve_loop(sock, ctrl_fd, wake_r, wake_w, children)
+    finally:
+        children.end_all()
+
+
+class _Children:
+    """The server's children (running) and the folders that die with them (spec "owned_dir")."""
+
+    def __init__(self) -> None:
+        self.running: set[int] = set()
+        self.owned: dict[int, str] = {}
+        self.extra: list[str] = []  # the parent's own folders (ForkServer.own)
+
+    def started(self, pid: int, owned_dir: str | None) -> None:
+        self.running.add(pid)
+        # the parent removes a finished worker's folder within moments: forget those already gone
+        for old in [p for p, d in self.owned.items() if p not in self.running and not os.path.isdir(d)]:
+            del self.owned[old]
+        if owned_dir:
+            self.owned[pid] = owned_dir
+
+    def exited(self, pids: list[int]) -> None:
+        self.running.difference_update(pids)
+
+    def end_all(self) -> None:
+        """The parent is gone (it closed its end, or died: a SIGKILLed `amdkv eval` closes it too):
+        kill the process group of every child still running (an exited child's pid is never
+        signalled: it may be another process's by now) and remove the folders the parent would
+        have removed, so that a killed run leaves no worker and no temp folder behind."""
+        import shutil
+
+        for pid in self.running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        for folder in [*self.owned.values(), *self.extra]:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _serve_loop(sock: socket.socket, ctrl_fd: int, wake_r: int, wake_w: int, children: _Children) -> int:
+    server_pid = os.getpid()
     while True:
         readable, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in readable:
             os.read(wake_r, 4096)
-            _reap(sock)
+            children.exited(_reap(sock))
         if sock not in readable:
             continue
         try:
@@ -150,6 +227,9 @@ def serve(ctrl_fd: int) -> int:
         if not msg:
             return 0  # the parent closed its end
         req = json.loads(msg)
+        if "own" in req:  # a folder of the parent's to remove if the parent dies (ForkServer.own)
+            children.extra.append(req["own"])
+            continue
         spec = req.get("spec") or {}
         want_fds = 1 if spec.get("kind") == "worker" else 0
         if len(fds) != want_fds or spec.get("kind") not in ("worker", "module"):
@@ -164,13 +244,14 @@ def serve(ctrl_fd: int) -> int:
             for fd in (ctrl_fd, wake_r, wake_w):
                 os.close(fd)
             try:
-                _child_main(spec, fds)
+                _child_main(spec, fds, server_pid)
             finally:
                 os._exit(70)  # _child_main exits itself; reaching here means it raised
         for fd in fds:
             os.close(fd)
+        children.started(pid, spec.get("owned_dir"))
         _send(sock, {"id": req["id"], "pid": pid})
-        _reap(sock)
+        children.exited(_reap(sock))
 
 
 # ------------------------------------------------------------------------------------------ parent
@@ -250,6 +331,12 @@ class ForkServer:
         if "error" in reply:
             raise InfrastructureError(f"the worker fork server refused: {reply['error']}")
         return int(reply["pid"])
+
+    def own(self, folder: str) -> None:
+        """Have the server remove `folder` when this process dies without removing it itself (a
+        SIGKILLed run): the verifier's scratch of candidate texts. Best effort."""
+        with contextlib.suppress(OSError), self._send_lock:
+            _send(self._sock, {"own": folder})
 
     def wait(self, pid: int, timeout: float | None) -> int | None:
         """The worker's exit code (negative: killed by that signal), or None at timeout."""
@@ -331,10 +418,11 @@ def kill_forked(pid: int, *, exited: bool) -> None:
 
 
 def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: str,
-               max_address_space_bytes: int | None = None) -> Any:
+               max_address_space_bytes: int | None = None, sandbox: Any = None) -> Any:
     """`python -m MODULE ARGS` in a child forked from the fork server, like sandbox.run_process:
     own process group killed at the end, address-space cap, stdout/stderr captured (through files
-    in `cwd`). Returns a sandbox.ProcessResult."""
+    in `cwd`), confined by `sandbox` (an os_sandbox.SandboxPlan, or None). Returns a
+    sandbox.ProcessResult."""
     import tempfile
 
     from amdkv.verify.sandbox import ProcessResult
@@ -348,7 +436,8 @@ def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[st
     try:
         pid = server.spawn({"kind": "module", "module": module, "args": list(args), "env": env, "cwd": cwd,
                             "stdout_path": out_path, "stderr_path": err_path,
-                            "mem_cap_bytes": max_address_space_bytes})
+                            "mem_cap_bytes": max_address_space_bytes,
+                            "sandbox": json.loads(sandbox.to_json()) if sandbox is not None else None})
         code = server.wait(pid, timeout)
         timed_out = code is None
         kill_forked(pid, exited=not timed_out)  # grandchildren die with the group
@@ -361,4 +450,3 @@ def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[st
         for path in (out_path, err_path):
             with contextlib.suppress(OSError):  # the caller's temp dir may be gone already
                 os.unlink(path)
-

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from amdkv.config import WORKER_SETTINGS_ENV, VerifierConfig
 from amdkv.errors import InfrastructureError
@@ -79,6 +79,10 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
         "TRITON_CACHE_DIR": os.path.join(workdir, "triton_cache"),
         "TORCH_EXTENSIONS_DIR": os.path.join(workdir, "torch_extensions"),
         "TMPDIR": workdir,
+        # the worker's home is its scratch folder: libraries that write under ~ (Triton's ~/.triton,
+        # CUDA's ~/.nv/ComputeCache) write there, the only place the OS sandbox lets them write
+        "HOME": workdir,
+        "CUDA_CACHE_PATH": os.path.join(workdir, "cuda_cache"),
         "PYTHONDONTWRITEBYTECODE": "1",
     })
     if platform.interpreter:
@@ -105,15 +109,50 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
     return env, device
 
 
+def cpu_seconds_limit(timeout: float) -> int:
+    """RLIMIT_CPU of a worker: a backstop for a spinning process its parent can no longer kill (a
+    killed run), far above what a worker uses in its wall-clock timeout (10 busy cores)."""
+    return int(10 * timeout + 600)
+
+
+def worker_sandbox_plan(platform: PlatformInfo, config: VerifierConfig, workdir: str, readable: Sequence[str] = (),
+                        writable: Sequence[str] = ()) -> Any:
+    """The OS sandbox of one worker (os_sandbox.SandboxPlan; None when config.sandbox is off): it
+    writes only in `workdir` (+ `writable`, + its GPU's timing lock file), reads the system, Python
+    and `readable`, sees GPU device files only on GPU platforms."""
+    from amdkv.verify import os_sandbox
+
+    extra = list(writable)
+    if not platform.interpreter:
+        lock = timing_lock_path(gpu_lock_key(platform.device))
+        with open(lock, "a"):  # a Landlock rule names an existing file
+            pass
+        extra.append(lock)
+    return os_sandbox.plan(
+        config.sandbox, writable=[workdir, *extra], readable=readable, gpu=not platform.interpreter,
+        nproc=config.sandbox_nproc, file_size_bytes=int(config.sandbox_file_size_gib * 2**30),
+        cpu_seconds=cpu_seconds_limit(config.timeout_for(platform.interpreter)),
+        data_bytes=None if platform.interpreter else int(config.gpu_host_mem_gib * 2**30))
+
+
 class Spare:
-    """One started worker process waiting (or about to wait) for its single job."""
+    """One started worker process waiting (or about to wait) for its single job.
+
+    Its folder holds `scratch/` (its cwd, TMPDIR and HOME: the one place it may write) and `in/`
+    (read-only: what the parent hands it for its job, `hand()`). The OS sandbox is entered before
+    the job is known, so what the job needs is put where the sandbox already lets it read."""
 
     def __init__(self, platform: PlatformInfo, config: VerifierConfig | None = None, base_tmp: str | None = None,
                  gpu_mem_fraction: float | None = None, extra_env: dict[str, str] | None = None,
-                 start: str | None = None) -> None:
+                 start: str | None = None, readable: Sequence[str] = (), writable: Sequence[str] = ()) -> None:
         config = config or VerifierConfig.from_env()
         self.platform = platform
-        self.workdir = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
+        self.root = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
+        self.workdir = os.path.join(self.root, "scratch")
+        self.in_dir = os.path.join(self.root, "in")
+        os.mkdir(self.workdir, 0o700)
+        os.mkdir(self.in_dir, 0o700)
+        self.sandbox = worker_sandbox_plan(platform, config, self.workdir, [self.in_dir, *readable], writable)
         env, self.device = worker_env(platform, self.workdir, os.environ, gpu_mem_fraction, config)
         env.update(extra_env or {})
         self.started = time.monotonic()
@@ -126,11 +165,12 @@ class Spare:
         self.proc: ExecWorkerProcess | ForkedWorkerProcess
         if self.start_method == "fork":
             try:
-                self.proc = ForkedWorkerProcess(env, self.workdir, self.stderr_path, self._mem_cap)
+                self.proc = ForkedWorkerProcess(env, self.workdir, self.stderr_path, self._mem_cap,
+                                                sandbox=self.sandbox, owned_dir=self.root)
             except InfrastructureError as exc:
                 self._fall_back_to_exec(f"the fork server could not fork it: {exc}")
         else:
-            self.proc = ExecWorkerProcess(env, self.workdir, self.stderr_path, self._mem_cap)
+            self.proc = ExecWorkerProcess(env, self.workdir, self.stderr_path, self._mem_cap, sandbox=self.sandbox)
         self._ready = False
         self._reaping = False  # a background thread waits for the exit (after DONE)
         self.ready_wait_s = 0.0  # how long a job waited for this spare's start-up (0 when it was ready)
@@ -149,7 +189,18 @@ class Spare:
                   "(AMDKV_SPARE_START=exec avoids the fork server)", file=sys.stderr, flush=True)
         self.fork_failure = why
         self.start_method = "exec"
-        self.proc = ExecWorkerProcess(self._env, self.workdir, self.stderr_path, self._mem_cap)
+        self.proc = ExecWorkerProcess(self._env, self.workdir, self.stderr_path, self._mem_cap, sandbox=self.sandbox)
+
+    def hand(self, path: str | os.PathLike[str], name: str | None = None) -> str:
+        """Let the worker read `path` (a candidate file, an inputs file, a built extension): a hard
+        link in its read-only `in/` folder, or a copy where the file lives on another file system.
+        Returns the path the worker reads it by."""
+        dest = os.path.join(self.in_dir, name or os.path.basename(path))
+        try:
+            os.link(path, dest)
+        except OSError:  # another file system (or links refused): a copy, made in the kernel
+            shutil.copyfile(path, dest)
+        return dest
 
     def _stderr_text(self) -> str:
         return tail_bytes(self.stderr_path, STDERR_KEEP_BYTES).decode(errors="replace")
@@ -204,7 +255,7 @@ class Spare:
 
     def cleanup(self) -> None:
         self.kill()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class SparePool:

@@ -13,7 +13,7 @@ import resource
 import signal
 import subprocess
 import time
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 
 @dataclasses.dataclass
@@ -98,18 +98,29 @@ def with_package_on_path(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def run_python_module(module: str, args: Sequence[str], *, timeout: float, env: Mapping[str, str],
-                      cwd: str, max_address_space_bytes: int | None = None, start: str = "auto") -> ProcessResult:
-    """`python -m MODULE ARGS` under the same rules as run_process, forked from the worker fork
-    server when fork_server.start_method(start) says so (it has torch and Triton imported already),
-    else exec'd. For the verifier's run-once workers: HIP source capture, Triton AMD compiles.
-    `start` is the config's `spare_start`."""
+def python_module_argv(module: str, args: Sequence[str] = (), sandbox: Any = None) -> list[str]:
+    """The command line of `python -m MODULE ARGS`, confined by `sandbox` (an os_sandbox.SandboxPlan)
+    when given: then the launcher `python -m amdkv.verify.os_sandbox run PLAN MODULE ARGS` enters
+    the sandbox while it is single-threaded and runs the module in the same interpreter."""
     import sys
 
+    if sandbox is None:
+        return [sys.executable, "-m", module, *args]
+    return [sys.executable, "-m", "amdkv.verify.os_sandbox", "run", sandbox.to_json(), module, *args]
+
+
+def run_python_module(module: str, args: Sequence[str], *, timeout: float, env: Mapping[str, str],
+                      cwd: str, max_address_space_bytes: int | None = None, start: str = "auto",
+                      sandbox: Any = None) -> ProcessResult:
+    """`python -m MODULE ARGS` under the same rules as run_process, forked from the worker fork
+    server when fork_server.start_method(start) says so (it has torch and Triton imported already),
+    else exec'd, and confined by `sandbox` (an os_sandbox.SandboxPlan; None: not confined). For the
+    verifier's run-once workers: HIP source capture, Triton AMD compiles, task loading. `start` is
+    the config's `spare_start`."""
     from amdkv.verify import fork_server
 
     if fork_server.start_method(start) == "fork":
         return fork_server.run_module(module, args, timeout=timeout, env=dict(env), cwd=cwd,
-                                      max_address_space_bytes=max_address_space_bytes)
-    return run_process([sys.executable, "-m", module, *args], timeout=timeout, env=env, cwd=cwd,
+                                      max_address_space_bytes=max_address_space_bytes, sandbox=sandbox)
+    return run_process(python_module_argv(module, args, sandbox), timeout=timeout, env=env, cwd=cwd,
                        max_address_space_bytes=max_address_space_bytes)

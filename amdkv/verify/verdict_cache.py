@@ -7,7 +7,8 @@ identity (amdkv version and git commit, torch and triton versions, the verdict-a
 of `VerifierConfig.verdict_settings()`). Only a changed input, verifier or setting misses.
 
 Decisions:
-- `infra_error` verdicts are never stored (the harness failed; the next try must run again).
+- `infra_error` verdicts are never stored (the harness failed; the next try must run again), nor
+  verdicts made with the static checks skipped (AMDKV_UNSAFE_SKIP_STATIC_CHECKS, test only).
 - One JSON file per key under `<cache_dir>/verdicts/ab/<key>.json`, written to a temp file and
   renamed: many processes (an `amdkv serve`, several eval runs) may share the folder with no lock
   and a reader never sees half a file. A corrupt file is a miss (and is replaced).
@@ -86,6 +87,8 @@ class VerdictCache:
     def put(self, key: str, verdict: Verdict) -> None:
         if not self.enabled or verdict.status == INFRA_ERROR:
             return
+        if str((verdict.env or {}).get("static_checks", "on")).startswith("skipped"):
+            return  # made with the test-only switch: never reused (and its key differs anyway)
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = dict(verdict.to_dict(), cache_hit=False, cache_key=key)

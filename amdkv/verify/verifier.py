@@ -11,6 +11,7 @@ Order of work (cheap and decisive first):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -25,7 +26,7 @@ from typing import Any
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
-from amdkv.verify import static_checks
+from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.compare import bitwise_equal, compare_case, compare_rule, to_device
@@ -63,6 +64,34 @@ BASE_SEED = 1234
 INIT_SEED = 42
 
 
+# env["static_checks"] of a verdict made with AMDKV_UNSAFE_SKIP_STATIC_CHECKS (test only).
+STATIC_CHECKS_SKIPPED = "skipped (AMDKV_UNSAFE_SKIP_STATIC_CHECKS, test only)"
+
+
+def sandbox_status(config: VerifierConfig) -> dict[str, Any]:
+    """The OS sandbox this config's workers get here (os_sandbox.status); `require` on a machine
+    that cannot provide every part is an InfrastructureError naming what is missing."""
+    try:
+        return os_sandbox.status(config.sandbox)
+    except os_sandbox.SandboxError as exc:
+        raise InfrastructureError(str(exc.strerror or exc), hint="run on a kernel with user namespaces, "
+                                  "Landlock (ABI >= 6) and seccomp, or set AMDKV_SANDBOX=auto to run with the "
+                                  "parts this machine has (docs/sandbox.md)") from None
+
+
+def never_ok_without_static_checks(v: Verdict) -> None:
+    """A verdict made with the static checks off (the test-only switch) can say that a candidate
+    failed, never that it passed: a pass without the anti-hack rules does not show that the work
+    was done in a kernel. `unverifiable` (reason `static_checks_skipped`): this configuration
+    cannot judge a pass, it is not the candidate's fault (zero advantage in RL, not zero reward),
+    and the verdict cache never stores it (verdict_cache.VerdictCache.put)."""
+    if v.status == OK:
+        v.status, v.reason, v.correct, v.interpreter_verified = UNVERIFIABLE, "static_checks_skipped", None, False
+        v.speedup = v.speedup_compile = v.sol = None
+        v.diagnostics += ("\nthe candidate passed, but the static anti-hack checks were skipped "
+                          "(AMDKV_UNSAFE_SKIP_STATIC_CHECKS=1, test only): not a verified pass")
+
+
 class ReferenceFailed(InfrastructureError):
     """The task's reference could not be computed. For tasks whose reference is a benchmark's own
     kernel (`metadata["reference_failure"] == "unverifiable"`) that makes the task unverifiable on
@@ -91,10 +120,14 @@ class Verifier(LocalVerifier):
                  device_index: int = 0, **settings: Any) -> None:
         config = resolve_config(config, **settings)
         platform = platform or detect_platform(config.device, device_index)
+        self.sandbox_status = sandbox_status(config)  # before any worker starts: `require` may refuse
         super().__init__(config, platform, _describe_device(platform))
         self.reference_runs = 0  # reference workers this Verifier started (cache misses)
         spares = config.spares if config.spares is not None else config.jobs
         self.pool = SparePool(platform, config, size=spares)
+        if spares and fork_server.start_method(config.spare_start) == "fork":
+            with contextlib.suppress(InfrastructureError):  # no server: the spares run exec'd, nothing to own
+                fork_server.shared({"TRITON_INTERPRET": "1"} if platform.interpreter else {}).own(self._scratch)
         self._gpu_spec = spec_for_device_name(self.device_description) if platform.can_time else None
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
@@ -140,7 +173,8 @@ class Verifier(LocalVerifier):
         env.update({"platform": self.platform.name, "device": self.device_description,
                     "trials": self.trials, "base_seed": BASE_SEED, "init_seed": INIT_SEED,
                     "judge_device": self.judge_device or "cpu", "verifier_identity": self.identity,
-                    "policy": self.config.policy})
+                    "policy": self.config.policy, "sandbox": dict(self.sandbox_status),
+                    "static_checks": STATIC_CHECKS_SKIPPED if self.config.unsafe_skip_static_checks else "on"})
         return env
 
     # ---------------------------------------------------------------------------- running
@@ -187,6 +221,8 @@ class Verifier(LocalVerifier):
         except InfrastructureError as exc:
             verdict.status, verdict.reason = INFRA_ERROR, "harness_failure"
             verdict.diagnostics += f"\n[infra] {exc}"
+        if self.config.unsafe_skip_static_checks:
+            never_ok_without_static_checks(verdict)
         verdict.timings["total_s"] = round(time.monotonic() - t_start, 3)
         verdict.diagnostics = verdict.diagnostics.strip()
         return verdict.enforce_invariants()
@@ -282,6 +318,8 @@ class Verifier(LocalVerifier):
                                   f"Model.forward takes {len(want)} {want}")
                 return True
         exempt = POLICY_EXEMPT_STATIC[self.config.policy]
+        if self.config.unsafe_skip_static_checks:  # test only: what the OS sandbox stops on its own
+            exempt = None
         findings = [f for f in findings if exempt is not None and f.code not in exempt]
         if findings:
             v.hack_findings = [str(f) for f in findings]
@@ -356,23 +394,26 @@ class Verifier(LocalVerifier):
         # are shared across reference workers so the torch.compile baseline of a task is not rebuilt
         # from scratch by every process (candidate workers keep private caches, by design).
         shared = self.config.cache_path / "compile-cache"
-        spare = Spare(self.platform, self.config, extra_env={
-            "TORCHINDUCTOR_CACHE_DIR": str(shared / "inductor"),
-            "TRITON_CACHE_DIR": str(shared / "triton"),
-        })
+        compile_env = {"TORCHINDUCTOR_CACHE_DIR": str(shared / "inductor"), "TRITON_CACHE_DIR": str(shared / "triton")}
+        jobs = []
+        for case in cases:
+            r = refs[case.name]
+            r["files"].dir.mkdir(parents=True, exist_ok=True)
+            tmp_dir = tempfile.mkdtemp(dir=r["files"].dir)
+            r["tmp"] = tmp_dir
+            jobs.append({"name": case.name, "seeds": r["seeds"], "init_seed": INIT_SEED,
+                         "inputs_file": os.path.join(tmp_dir, "inputs.pt"),
+                         "expected_file": os.path.join(tmp_dir, "expected.pt"),
+                         "golden": bool(task.metadata.get("golden", True)), "time": r["timed"],
+                         "flush_bytes": flush_bytes(self._gpu_spec),
+                         "compile_baseline": self.compile_baseline})
+        for folder in compile_env.values():
+            os.makedirs(folder, exist_ok=True)
+        # the reference worker reads its task's folder (trusted code: a task may import what lies beside
+        # it, as a benchmark task's program does) and writes only its cases' files and the shared caches
+        spare = Spare(self.platform, self.config, extra_env=compile_env, readable=[os.path.dirname(task.path)],
+                      writable=[refs[c.name]["tmp"] for c in cases] + list(compile_env.values()))
         try:
-            jobs = []
-            for case in cases:
-                r = refs[case.name]
-                r["files"].dir.mkdir(parents=True, exist_ok=True)
-                tmp_dir = tempfile.mkdtemp(dir=r["files"].dir)
-                r["tmp"] = tmp_dir
-                jobs.append({"name": case.name, "seeds": r["seeds"], "init_seed": INIT_SEED,
-                             "inputs_file": os.path.join(tmp_dir, "inputs.pt"),
-                             "expected_file": os.path.join(tmp_dir, "expected.pt"),
-                             "golden": bool(task.metadata.get("golden", True)), "time": r["timed"],
-                             "flush_bytes": flush_bytes(self._gpu_spec),
-                             "compile_baseline": self.compile_baseline})
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = {"kind": "reference", "task_path": task.path, "device": spare.device,
                    "cases": jobs, "report_path": report_path}
@@ -404,19 +445,24 @@ class Verifier(LocalVerifier):
         report_path = os.path.join(spare.workdir, "candidate_report.json")
         outputs_path = os.path.join(spare.workdir, "candidate_outputs.pt")
         # The candidate may read exactly its inputs files (not the expected outputs beside them,
-        # nor anything else in the cache); it may write only in its own work dir.
+        # nor anything else in the cache) and its own text, handed into the worker's read-only
+        # folder (its OS sandbox was set up before the job was known); it may write only in its
+        # own work dir.
         cjobs = []
-        for case in cases:
+        for i, case in enumerate(cases):
             r = refs[case.name]
-            cjobs.append({"name": case.name, "inputs_file": str(r["files"].inputs), "recheck": True,
-                          "time": bool(r["timed"]), "flush_bytes": flush_bytes(self._gpu_spec)})
+            cjobs.append({"name": case.name, "inputs_file": spare.hand(r["files"].inputs, f"inputs-{i}.pt"),
+                          "recheck": True, "time": bool(r["timed"]), "flush_bytes": flush_bytes(self._gpu_spec)})
+        cand_path = Path(spare.hand(cand_path))
         job = {"kind": "candidate", "candidate_path": str(cand_path), "device": spare.device,
                "interpreter": self.platform.interpreter, "cases": cjobs, "out_dir": spare.workdir,
                "outputs_path": outputs_path, "report_path": report_path,
                "readable": [c["inputs_file"] for c in cjobs], "capture": bool(self.archs)}
-        if extra_job:  # language backends (HIP: prebuilt extensions and their .so files to read)
-            job["readable"] += extra_job.get("readable", [])
-            job.update({k: v for k, v in extra_job.items() if k != "readable"})
+        if extra_job:  # language backends (HIP: prebuilt extensions, handed to the worker like the inputs)
+            job.update(extra_job)
+            for build in job.get("hip_prebuilt") or []:
+                build["so_path"] = spare.hand(build["so_path"])
+            job["readable"].append(spare.in_dir)
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
@@ -457,6 +503,8 @@ class Verifier(LocalVerifier):
         this (parent) process for every GPU's candidates, so it bounds the throughput of the host."""
         if getattr(proc, "spare_start", None):  # how the candidate's process was started (fork/exec)
             v.env["spare_start"] = proc.spare_start
+        if report is not None and "sandbox" in report:  # what the worker's OS sandbox really held
+            v.env["sandbox"] = os_sandbox.summary(report["sandbox"], self.config.sandbox)
         for key, secs in getattr(proc, "handoff_timings", {}).items():  # parts of candidate_s
             v.timings[key] = round(secs, 3)
         t0 = time.monotonic()
@@ -699,7 +747,7 @@ class Verifier(LocalVerifier):
         except ImportError as exc:
             return self._finish(v, UNVERIFIABLE, "hip_backend_unavailable", diag=str(exc))
         fields = hip_backend.verify_hip_compile_only(task.path, str(cand_path), archs=self.archs or ("gfx942",),
-                                                     start=self.config.spare_start)
+                                                     start=self.config.spare_start, sandbox=self.config.sandbox)
         for key, value in fields.items():
             if key == "resources":
                 v.resources = [ArchResources(**r) if isinstance(r, dict) else r for r in value]
@@ -715,7 +763,8 @@ class Verifier(LocalVerifier):
         # Launches made while an autotuner benchmarks its configs describe no chosen kernel.
         captures = [c for c in captures if (c.get("autotune_config") or {}).get("phase") != "bench"]
         t0 = time.monotonic()
-        res = compile_triton_for_amd(str(cand_path), captures, archs=self.archs, start=self.config.spare_start)
+        res = compile_triton_for_amd(str(cand_path), captures, archs=self.archs, start=self.config.spare_start,
+                                     sandbox=self.config.sandbox)
         v.timings["amd_compile_s"] = round(time.monotonic() - t0, 3)
         v.resources = [ArchResources(**r) if isinstance(r, dict) else r for r in res]
         if v.resources and not all(r.compiled for r in v.resources):

@@ -199,6 +199,9 @@ def serve(channel: Any, forked: bool = False) -> int:
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
         report = {"fatal": True, "error_type": type(exc).__name__, "error": str(exc)[:2000],
                   "traceback": traceback.format_exc()[-6000:]}
+    from amdkv.verify.os_sandbox import APPLIED
+
+    report["sandbox"] = dict(APPLIED)  # what the OS sandbox of this process holds (empty: none entered)
     report["job_s"] = time.monotonic() - t_job
     report["cpu_s"] = _cpu_s()  # the whole worker's host CPU (start-up and job, gcc/ptxas included)
     report["job_cpu_s"] = report["cpu_s"] - cpu_job

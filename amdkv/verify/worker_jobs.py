@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import io
 import os
-import sys
 import time
 import traceback
 from contextlib import redirect_stdout
@@ -58,6 +57,31 @@ def _nbytes(objs: list[Any]) -> int:
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+
+
+class TailBuffer(io.TextIOBase):
+    """What the candidate prints (stdout redirected here), kept to its last `keep` characters: a
+    candidate printing gigabytes would otherwise grow the worker's memory until it dies."""
+
+    def __init__(self, keep: int = 64 * 1024) -> None:
+        super().__init__()
+        self.keep = keep
+        self._parts: list[str] = []
+        self._size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size > 2 * self.keep:
+            tail = "".join(self._parts)[-self.keep:]
+            self._parts, self._size = [tail], len(tail)
+        return len(text)
+
+    def getvalue(self) -> str:
+        return "".join(self._parts)
 
 
 # ------------------------------------------------------------------------------------ reference
@@ -159,7 +183,9 @@ def _classify_exception(exc: BaseException, in_kernel: bool) -> tuple[str, str]:
     """(status, reason) for an exception escaping the candidate's code."""
     name = type(exc).__name__
     mod = type(exc).__module__ or ""
-    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower():
+    text = str(exc).lower()
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in text \
+            or "cannot allocate memory" in text or "can't allocate memory" in text:  # host: the memory cap
         return "runtime_error", "oom"
     if isinstance(exc, PermissionError) and "amdkv sandbox" in str(exc):
         return "hack_detected", "sandbox_violation"
@@ -194,17 +220,12 @@ def _patch_autotune_for_interpreter() -> None:
 
 
 def _readable_roots(job: dict[str, Any]) -> list[str]:
-    import sysconfig
+    """What the audit hook lets Python code read: the Python installation and amdkv (the same list
+    as the OS sandbox's, os_sandbox.python_roots), a few system files, the job's own files."""
+    from amdkv.verify.os_sandbox import python_roots
 
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/proc", "/sys", "/dev", "/usr/lib",
-             "/usr/local/cuda", "/opt/rocm", "/etc/ld.so.cache", "/usr/share/zoneinfo",
-             job["candidate_path"]}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        roots.add(sysconfig.get_paths()[key])
-    roots.update(p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p)
-    import amdkv  # the harness's own modules load lazily (e.g. the launch capture)
-
-    roots.add(os.path.dirname(os.path.abspath(amdkv.__file__)))
+    roots = {"/proc", "/sys", "/dev", "/usr/lib", "/usr/local/cuda", "/opt/rocm", "/etc/ld.so.cache",
+             "/usr/share/zoneinfo", job["candidate_path"], *python_roots()}
     return sorted(roots) + list(job.get("readable", []))
 
 
@@ -275,7 +296,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     guard.install()
     if not job.get("interpreter"):
         counter.guard = guard
-    stdout_buf = io.StringIO()
+    stdout_buf = TailBuffer()
 
     # 2. Import the candidate.
     guard.enabled = True

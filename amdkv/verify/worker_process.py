@@ -6,15 +6,16 @@ calls: send_job, wait_for, stdout_text, wait, kill (plus close_idle for a spare 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import socket
 import subprocess
-import sys
 import threading
 import time
+from typing import Any
 
-from amdkv.verify.sandbox import kill_group, memory_cap_preexec
+from amdkv.verify.sandbox import kill_group, memory_cap_preexec, python_module_argv
 
 STDOUT_KEEP_BYTES = 1 << 20  # a candidate that floods stdout/stderr is judged on what it printed last
 STDERR_KEEP_BYTES = 1 << 20
@@ -35,12 +36,12 @@ class ExecWorkerProcess:
     importing torch and Triton itself, and shares nothing with any other process."""
 
     def __init__(self, env: dict[str, str], workdir: str, stderr_path: str, mem_cap_bytes: int | None,
-                 argv: list[str] | None = None) -> None:
+                 argv: list[str] | None = None, sandbox: Any = None) -> None:
         # stderr goes to a file, not a pipe: after DONE the parent reads it without waiting for
         # the process to exit (nothing can block on a full pipe either).
         with open(stderr_path, "wb") as err_fh:
             self.popen = subprocess.Popen(
-                argv or [sys.executable, "-m", "amdkv.verify.worker"], env=env, cwd=workdir,
+                argv or python_module_argv("amdkv.verify.worker", (), sandbox), env=env, cwd=workdir,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
                 start_new_session=True, preexec_fn=memory_cap_preexec(mem_cap_bytes))
         self.pid = self.popen.pid
@@ -97,7 +98,8 @@ class ForkedWorkerProcess:
     Triton once: a spare costs a fork instead of an interpreter start and those imports. It talks
     to the parent over a socket (READY, the job, DONE) and writes stdout/stderr to files."""
 
-    def __init__(self, env: dict[str, str], workdir: str, stderr_path: str, mem_cap_bytes: int | None) -> None:
+    def __init__(self, env: dict[str, str], workdir: str, stderr_path: str, mem_cap_bytes: int | None,
+                 sandbox: Any = None, owned_dir: str | None = None) -> None:
         from multiprocessing.connection import Connection
 
         from amdkv.verify import fork_server
@@ -108,7 +110,9 @@ class ForkedWorkerProcess:
         try:
             self.pid = self.server.spawn({
                 "kind": "worker", "env": env, "cwd": workdir, "stdout_path": self.stdout_path,
-                "stderr_path": stderr_path, "mem_cap_bytes": mem_cap_bytes}, channel_fd=theirs.fileno())
+                "stderr_path": stderr_path, "mem_cap_bytes": mem_cap_bytes, "owned_dir": owned_dir,
+                "sandbox": json.loads(sandbox.to_json()) if sandbox is not None else None},
+                channel_fd=theirs.fileno())
         finally:
             theirs.close()
         self.conn = Connection(ours.detach())

@@ -130,6 +130,8 @@ def _prepare_out(settings: IngestSettings) -> Path:
 
 def sandboxed_check(task_file: Path, trials: int, timeout: float) -> dict[str, Any]:
     """The check worker's report for one task file, or a timeout/crash report."""
+    from amdkv.config import VerifierConfig
+    from amdkv.verify import os_sandbox
     from amdkv.verify.sandbox import run_python_module, with_package_on_path
 
     with tempfile.TemporaryDirectory(prefix="amdkv-ingest-check-") as tmp:
@@ -140,7 +142,9 @@ def sandboxed_check(task_file: Path, trials: int, timeout: float) -> dict[str, A
         env.update({"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "",
                     "TRITON_INTERPRET": "1"})
         res = run_python_module(CHECK_WORKER, [str(task_file), str(report), str(trials)], timeout=timeout, env=env,
-                                cwd=tmp, max_address_space_bytes=8 << 30)
+                                cwd=tmp, max_address_space_bytes=8 << 30,  # + the OS sandbox (docs/sandbox.md)
+                                sandbox=os_sandbox.plan(VerifierConfig.from_env().sandbox, writable=[tmp],
+                                                        readable=[str(task_file)]))
         if res.timed_out:
             return {"ok": False, "reason": "timeout", "message": f"the checks did not finish within {timeout:g} s"}
         if not report.is_file():

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from amdkv.errors import InfrastructureError
 from amdkv.verify.amd.triton_capture import capture_key
+from amdkv.verify import os_sandbox
 from amdkv.verify.sandbox import run_python_module, with_package_on_path
 from amdkv.verify.verdict import ArchResources
 
@@ -33,8 +34,9 @@ def _distinct_kernels(captures: list[dict]) -> list[str]:
 
 def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dict],
                            archs: Sequence[str] = ("gfx942",), timeout: float = 120,
-                           max_address_space_bytes: int | None = 16 << 30, start: str = "auto") -> list[ArchResources]:
-    """One `ArchResources` per distinct captured launch x arch."""
+                           max_address_space_bytes: int | None = 16 << 30, start: str = "auto",
+                           sandbox: str = "auto") -> list[ArchResources]:
+    """One `ArchResources` per distinct captured launch x arch (`sandbox`: the OS sandbox mode)."""
     archs = list(archs)
     if not captures:
         return []
@@ -45,8 +47,9 @@ def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dic
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "triton-cache")  # private: the candidate runs here
         env = with_package_on_path(env)
+        plan = os_sandbox.plan(sandbox, writable=[tmp], readable=[str(Path(candidate_path).resolve())])
         res = run_python_module(WORKER_MODULE, [str(job), str(out)], timeout=timeout, env=env,
-                                cwd=tmp, max_address_space_bytes=max_address_space_bytes, start=start)
+                                cwd=tmp, max_address_space_bytes=max_address_space_bytes, start=start, sandbox=plan)
         if res.timed_out:
             why = f"AMD compile timed out after {timeout:.0f} s"
         elif res.returncode == 3:

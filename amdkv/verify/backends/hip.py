@@ -20,6 +20,7 @@ from typing import Sequence
 
 from amdkv.verify.backends.hip_sources import (TranslationUnit, device_only_source, global_kernel_names,
                                                 translation_units)
+from amdkv.verify import os_sandbox
 from amdkv.verify.sandbox import run_python_module, with_package_on_path
 from amdkv.verify.verdict import ArchResources
 
@@ -27,8 +28,10 @@ CAPTURE_WORKER = "amdkv.verify.backends.hip_capture_worker"
 
 
 def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.PathLike | None = None,
-                        timeout: float = 120, start: str = "auto") -> dict:
+                        timeout: float = 120, start: str = "auto", sandbox: str = "auto", gpu: bool = False) -> dict:
     """Run the candidate in a sandboxed process with `load_inline`/`load` patched; return its captures.
+    `sandbox`: the OS sandbox mode (config.sandbox); `gpu`: let it open GPU device files (a candidate's
+    `__init__` may put tensors on the GPU).
 
     Returns {"captures": [...], "import_error": str|None, "init_error": str|None,
     "worker_error": str|None} (worker_error: the capture process itself died or timed out).
@@ -40,8 +43,9 @@ def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.P
             args.append(str(Path(task_path).resolve()))
         env = with_package_on_path(os.environ)
         env["TORCH_EXTENSIONS_DIR"] = str(Path(tmp) / "torch_ext")
+        plan = os_sandbox.plan(sandbox, writable=[tmp], readable=args[:1] + args[2:], gpu=gpu)
         res = run_python_module(CAPTURE_WORKER, args, timeout=timeout, env=env, cwd=tmp,
-                                max_address_space_bytes=16 << 30, start=start)
+                                max_address_space_bytes=16 << 30, start=start, sandbox=plan)
         if res.returncode == 0 and out.is_file():
             data = json.loads(out.read_text())
             data["worker_error"] = None
@@ -101,13 +105,13 @@ def _verdict(status: str, reason: str | None, archs: Sequence[str], **kw) -> dic
 
 def verify_hip_compile_only(task_path: str | os.PathLike | None, candidate_path: str | os.PathLike,
                             archs: Sequence[str] = ("gfx942",), *, capture_timeout: float = 120,
-                            compiler=None, start: str = "auto") -> dict:
+                            compiler=None, start: str = "auto", sandbox: str = "auto") -> dict:
     """Verdict fields for a HIP candidate judged by compiling it for `archs` (first arch decides)."""
     from amdkv.toolchain.errors import ToolchainError
 
     archs = list(archs)
     t0 = time.monotonic()
-    cap = capture_hip_sources(candidate_path, task_path, timeout=capture_timeout, start=start)
+    cap = capture_hip_sources(candidate_path, task_path, timeout=capture_timeout, start=start, sandbox=sandbox)
     timings = {"capture_s": round(time.monotonic() - t0, 3)}
     notes = []
     if cap.get("worker_error"):

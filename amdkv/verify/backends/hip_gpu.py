@@ -43,7 +43,7 @@ def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path, source:
         return
     t0 = time.monotonic()
     cap = hip_backend.capture_hip_sources(cand_path, task.path, timeout=min(verifier.timeout, 180.0),
-                                          start=verifier.config.spare_start)
+                                          start=verifier.config.spare_start, sandbox=verifier.config.sandbox, gpu=True)
     v.timings["hip_capture_s"] = round(time.monotonic() - t0, 3)
     if cap.get("worker_error"):
         timed_out = "timed out" in cap["worker_error"]
@@ -96,8 +96,7 @@ def _run_and_judge(verifier: Any, v: Any, task: Any, cand_path: Path, builds: li
     if not cases:
         return verifier._finish(v, UNVERIFIABLE, "no_cases_for_platform",
                                 diag=f"task {task.id} has no cases this platform runs")
-    extra = {"hip_prebuilt": [{"name": b.name, "so_path": b.so_path, "module_name": b.module_name} for b in builds],
-             "readable": [str(Path(b.so_path).parent) for b in builds]}
+    extra = {"hip_prebuilt": [{"name": b.name, "so_path": b.so_path, "module_name": b.module_name} for b in builds]}
     spare = verifier._take_spare(v)
     try:
         t0 = time.monotonic()
