@@ -219,3 +219,33 @@ def test_amdkv_env_reports_the_sandbox_and_a_machine_that_refuses_namespaces_sti
     assert verdict["status"] == "ok", verdict.get("diagnostics")
     assert verdict["env"]["sandbox"] == {"mode": "auto", "applied": sandbox["applied"], "missing": sandbox["missing"]}
     assert "lacks" in verify_err and "user_namespace" in verify_err, "auto says once what is missing"
+
+
+def test_workers_import_from_pythonpath_folders(tmp_path):
+    """The H200 failure of 2026-12-01, reproduced on cpu: packages installed with `pip --target DIR`
+    and put on PYTHONPATH (there: typing_extensions, which torch imports first) must be importable
+    by sandboxed workers. Here DIR holds a copy of typing_extensions that shadows the venv's one, so
+    every worker's `import torch` reads DIR: the verdict is ok (before the fix: PermissionError in
+    every worker, infra_error/harness_failure)."""
+    need(os_sandbox.LANDLOCK_FS)
+    import typing_extensions
+
+    from amdkv.tasks.builtin import solution_path, task_path
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "typing_extensions.py").write_text(Path(typing_extensions.__file__).read_text(encoding="utf-8"),
+                                               encoding="utf-8")
+    env = with_package_on_path(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    probe = ("import os, sys, typing_extensions\n"
+             "from amdkv.verify import os_sandbox\n"
+             f"print(os.path.realpath({str(site)!r}) in os_sandbox.python_roots())\n")
+    roots = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert roots.stdout.strip() == "True", roots.stderr[-2000:]
+    run = subprocess.run([sys.executable, "-m", "amdkv.cli", "verify", str(task_path("l1_relu")),
+                          str(solution_path("l1_relu")), "--device", "cpu", "--trials", "1",
+                          "--no-verdict-cache", "--json"], env=env, capture_output=True, text=True, timeout=300)
+    verdict = json.loads(run.stdout)
+    assert verdict["status"] == "ok", verdict.get("diagnostics", "")[-2000:]
+    assert "landlock_fs" in verdict["env"]["sandbox"]["applied"]

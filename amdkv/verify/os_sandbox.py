@@ -136,11 +136,24 @@ def python_roots() -> tuple[str, ...]:
     roots = [sys.prefix, sys.base_prefix, sys.exec_prefix]
     paths = sysconfig.get_paths()
     roots += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib", "include", "platinclude") if k in paths]
-    roots += [p for p in sys.path if p and "site-packages" in p and os.path.isdir(p)]
+    roots += [p for p in sys.path if _import_root(p)]
     import amdkv  # the harness's own modules load lazily (the launch capture, the HIP loader)
 
     roots.append(os.path.dirname(os.path.abspath(amdkv.__file__)))
     return tuple(_existing(os.path.realpath(r) for r in roots))
+
+
+def _import_root(path: str) -> bool:
+    """A folder on sys.path a worker may read: site-packages, PYTHONPATH entries and folders added by
+    .pth files (editable installs). A worker imports from all of them, as its parent did (found on
+    the H200: wheels installed with `pip --target /tmp/site` and put on PYTHONPATH could not be
+    imported by sandboxed workers, and every verification was infra_error). Not the working
+    directory or the home folder themselves: the parent's `''`/cwd entry would open the user's
+    project to every candidate, and amdkv's own package folder is added apart."""
+    if not path or not os.path.isdir(path):
+        return False
+    real = os.path.realpath(path)
+    return real not in (os.path.realpath(os.getcwd()), os.path.realpath(os.path.expanduser("~")), "/")
 
 
 def system_roots() -> tuple[str, ...]:
