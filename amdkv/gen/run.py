@@ -72,6 +72,7 @@ class GenSettings:
     verifier: VerifierConfig = dataclasses.field(default_factory=VerifierConfig)
     verifier_url: str | None = None
     verifier_token: str | None = None
+    ray_address: str | None = None     # verify on a Ray cluster (docs/ray.md)
 
     def __post_init__(self) -> None:
         if self.llm not in LLM_KINDS:
@@ -227,13 +228,14 @@ def build_client(settings: GenSettings, tasks: list[Any]) -> Any:
 def open_functional_verifier(settings: GenSettings) -> Any:
     """The local verifier of the functional stage: the run's settings under the `reference` policy
     (plain PyTorch compute allowed, every other rule kept)."""
-    from amdkv.verify.scheduler import open_verifier
+    from amdkv.cluster import open_run_verifier
 
-    return open_verifier(settings.verifier.replace(policy="reference"))
+    return open_run_verifier(settings.verifier.replace(policy="reference"), ray_address=settings.ray_address)
 
 
 def open_gen_verifier(settings: GenSettings) -> Any:
-    """A RemoteVerifier for --verifier-url, else the local verifier the config asks for."""
+    """A RemoteVerifier for --verifier-url, a RayVerifier for --ray, else the local verifier the
+    config asks for."""
     if settings.verifier_url:
         try:
             from amdkv.serve.client import RemoteVerifier
@@ -241,9 +243,9 @@ def open_gen_verifier(settings: GenSettings) -> Any:
             raise BadInputError("--verifier-url needs amdkv.serve, which this installation lacks",
                                 hint="install amdkv with the serve extra or verify locally") from exc
         return RemoteVerifier(settings.verifier_url, token=settings.verifier_token)
-    from amdkv.verify.scheduler import open_verifier
+    from amdkv.cluster import open_run_verifier
 
-    return open_verifier(settings.verifier)
+    return open_run_verifier(settings.verifier, ray_address=settings.ray_address)
 
 
 # ---------------------------------------------------------------------------- outputs
