@@ -43,6 +43,7 @@ import dataclasses
 import functools
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -169,6 +170,7 @@ class RayVerifier(BaseVerifier):
         self._owns_connection = _connect(self._ray, address)
         self._cond = threading.Condition(threading.RLock())
         self._queue: collections.deque[_Item] = collections.deque()
+        self._answers: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
         try:
             self._nodes = self._start_actors(startup_timeout_s)
@@ -178,6 +180,8 @@ class RayVerifier(BaseVerifier):
         except BaseException:
             self._shutdown()
             raise
+        self._dispatcher = threading.Thread(target=self._dispatch, name="amdkv-ray-dispatch", daemon=True)
+        self._dispatcher.start()
 
     # ------------------------------------------------------------------ start-up
     def _eligible_nodes(self) -> list[dict[str, Any]]:
@@ -265,8 +269,10 @@ class RayVerifier(BaseVerifier):
             while self._queue:
                 item = self._queue.popleft()
                 self._resolve(item, self._infra(item, "the verifier was closed", "verifier_closed"))
-            while any(n.in_flight for n in self._nodes if n.alive):
+            while any(n.in_flight for n in self._nodes):
                 self._cond.wait(timeout=1.0)
+        self._answers.put(None)
+        self._dispatcher.join()
         self._shutdown()
 
     # ------------------------------------------------------------------ views
@@ -303,7 +309,23 @@ class RayVerifier(BaseVerifier):
             node.in_flight[ref] = item
             node.started += 1
             item.history.append({"node": node.info["node_id"], "host": node.info["host"], "started": time.time()})
-            ref.future().add_done_callback(functools.partial(self._finished, node, ref))
+            ref.future().add_done_callback(functools.partial(self._arrived, node, ref))
+
+    def _arrived(self, node: _Node, ref: Any, fut: "Future[Any]") -> None:
+        """Ray's callback thread: hand the answer to our dispatcher thread. Calling back into Ray
+        from here (ray.kill, even .remote()) can deadlock its core worker, so nothing else is done."""
+        self._answers.put((node, ref, fut))
+
+    def _dispatch(self) -> None:
+        """The driver's one dispatcher thread: takes answers in arrival order until closed."""
+        while True:
+            answer = self._answers.get()
+            if answer is None:
+                return
+            try:
+                self._finished(*answer)
+            except Exception:  # noqa: BLE001 - the dispatcher must outlive one bad answer
+                logging.getLogger(__name__).exception("RayVerifier could not handle an answer")
 
     def _finished(self, node: _Node, ref: Any, fut: "Future[Any]") -> None:
         """One call came back: a verdict, a lost actor (retry elsewhere), or a harness failure."""
@@ -344,11 +366,9 @@ class RayVerifier(BaseVerifier):
     def _mark_dead(self, node: _Node, why: str) -> None:
         if not node.alive:
             return
-        node.alive, node.why_dead = False, why
+        node.alive, node.why_dead = False, why   # killed for good at close(), in case it was only unreachable
         logging.getLogger(__name__).warning("Ray node %s lost (%s); its in-flight work is retried elsewhere",
                                             node.label, why)
-        with contextlib.suppress(Exception):  # it is gone already, or going
-            self._ray.kill(node.actor)
 
     def _dead_nodes(self) -> str:
         return "; ".join(f"{n.label}: {n.why_dead}" for n in self._nodes if not n.alive) or "none started"
