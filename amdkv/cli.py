@@ -376,7 +376,8 @@ def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, ou
         ps=evaluation.parse_float_list(p_text, "--p"), device=device, jobs=jobs, trials=trials, timeout=timeout,
         allow_partial=allow_partial, bootstrap=bootstrap, seed=seed, policy=policy,
         benchmark_verdicts=benchmark_verdicts, model_name=model_name, verifier_url=verifier_url,
-        verifier_token=verifier_token, ray_address=ray_address, config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
+        verifier_token=verifier_token, ray_address=ray_address,
+        config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
     outcome = evaluation.run_eval(settings, progress=not as_json)
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))

@@ -3,7 +3,8 @@
 Shape (docs/ray.md gives the why of each decision):
 
 - **One actor per node**, pinned to it (`NodeAffinitySchedulingStrategy`, hard), holding all of the
-  node's GPUs (`num_gpus` = the node's GPU count, so Ray gives no one else those GPUs) and opening
+  node's GPUs and CPUs as Ray resources (so Ray schedules nothing else on them while timings run,
+  and sets the actor's OMP_NUM_THREADS to the node's cores, not 1) and opening
   our own `open_verifier(config)` inside: a `Verifier` on a one-GPU or cpu node, a
   `MultiGpuScheduler` (per-GPU queues, health checks, quarantine) on a multi-GPU node. Ray moves
   work between nodes; everything below a node stays the code that is tested on one machine.
@@ -203,7 +204,8 @@ class RayVerifier(BaseVerifier):
         for n in eligible:
             gpus = int(n["Resources"].get("GPU", 0)) if self.config.device != "cpu" else 0
             options: dict[str, Any] = {
-                "num_cpus": 1, "num_gpus": gpus, "max_concurrency": self.config.jobs + 4, "max_restarts": 0,
+                "num_cpus": int(n["Resources"].get("CPU", 1)), "num_gpus": gpus,
+                "max_concurrency": self.config.jobs + 4, "max_restarts": 0,
                 "scheduling_strategy": NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)}
             if self.node_resource:
                 options["resources"] = {self.node_resource: 1}
