@@ -129,13 +129,21 @@ def _verdict_facts(v: dict) -> tuple:
 
 @needs_ray
 def test_eval_over_two_nodes_matches_a_local_run(cluster, tmp_path):
+    """Also: a second RayVerifier (another policy, as `amdkv gen --functional-reference` opens one)
+    is open on the same one-CPU nodes during the eval: actors reserve no CPU, so both fit."""
+    from amdkv.cluster.ray_verifier import RayVerifier
+
     c, _ = cluster
     samples = tmp_path / "samples.jsonl"
     samples.write_text("".join(json.dumps(line) + "\n" for line in SAMPLES))
     common = dict(suite="builtin:all", samples=str(samples), device="cpu", bootstrap=0, trials=1)
     local = run_eval(EvalSettings(out=str(tmp_path / "local"), jobs=2, **common), progress=False)
-    spread = run_eval(EvalSettings(out=str(tmp_path / "ray"), jobs=1, ray_address=c.address, **common),
-                      progress=False)
+    other_config = VerifierConfig.from_env(device="cpu", trials=1, policy="reference", verdict_cache=False)
+    with RayVerifier(c.address, other_config, startup_timeout_s=120) as other:
+        spread = run_eval(EvalSettings(out=str(tmp_path / "ray"), jobs=1, ray_address=c.address, **common),
+                          progress=False)
+        relu = next(t for t in load_suite("builtin:all") if t.id == "l1_relu")
+        assert other.verify(relu, source=REF_RELU).status == "ok"
     want, got = _results(tmp_path / "local"), _results(tmp_path / "ray")
     assert len(got) == len(want) == 4
     assert {k: _verdict_facts(r["verdict"]) for k, r in got.items()} == \

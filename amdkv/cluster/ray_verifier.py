@@ -2,9 +2,10 @@
 
 Shape (docs/ray.md gives the why of each decision):
 
-- **One actor per node**, pinned to it (`NodeAffinitySchedulingStrategy`, hard), holding all of the
-  node's GPUs and CPUs as Ray resources (so Ray schedules nothing else on them while timings run,
-  and sets the actor's OMP_NUM_THREADS to the node's cores, not 1) and opening
+- **One actor per node**, pinned to it (`NodeAffinitySchedulingStrategy`, hard), seeing all of the
+  node's GPUs and cores without reserving them in Ray's accounting (two RayVerifiers of one run,
+  e.g. `amdkv gen`'s functional stage and its main verifier, must both fit on every node; a
+  reservation of the whole node would leave the second waiting forever), and opening
   our own `open_verifier(config)` inside: a `Verifier` on a one-GPU or cpu node, a
   `MultiGpuScheduler` (per-GPU queues, health checks, quarantine) on a multi-GPU node. Ray moves
   work between nodes; everything below a node stays the code that is tested on one machine.
@@ -202,9 +203,12 @@ class RayVerifier(BaseVerifier):
         config = self.config.to_dict()
         actors = []
         for n in eligible:
-            gpus = int(n["Resources"].get("GPU", 0)) if self.config.device != "cpu" else 0
+            # no CPUs/GPUs reserved in Ray's accounting (see the module docstring); the worker sees
+            # every GPU of its node (Ray leaves CUDA/HIP_VISIBLE_DEVICES alone at num_gpus=0) and
+            # torch uses the node's cores, as a local run would (Ray would force 1 thread)
+            cores = max(1, int(n["Resources"].get("CPU", 1)))
             options: dict[str, Any] = {
-                "num_cpus": int(n["Resources"].get("CPU", 1)), "num_gpus": gpus,
+                "num_cpus": 0, "num_gpus": 0, "runtime_env": {"env_vars": {"OMP_NUM_THREADS": str(cores)}},
                 "max_concurrency": self.config.jobs + 4, "max_restarts": 0,
                 "scheduling_strategy": NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)}
             if self.node_resource:
