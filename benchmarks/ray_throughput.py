@@ -17,7 +17,8 @@ Measured per pass: start_s (opening the verifier: Ray connection and actors incl
 (first submission to last verdict), per_min (candidates / batch_s x 60), statuses, and per node
 how many candidates it judged.
 
-    # the GPU machine (one node, all its GPUs): Ray vs no Ray, ~3 minutes
+    # the GPU machine (one node, all its GPUs): Ray vs no Ray, ~3 minutes; needs Ray there first:
+    #   pip install "ray[default]==2.60.0"
     python benchmarks/ray_throughput.py --out ray_out --device auto --jobs 12 --candidates 120 --phases local,ray_local
     # the 2-core dev machine (what docs/ray.md reports)
     python benchmarks/ray_throughput.py --out ray_out --device cpu --jobs 1 --candidates 12 --phases local,sim1,sim2
