@@ -310,7 +310,7 @@ def build_summary(settings: GenSettings, run_key: str, tasks: list[Any], records
                 "llm": settings.llm, "agent": settings.agent.agent_name, "language": settings.agent.language,
                 "arch": settings.agent.prompt.arch, "prompt_version": settings.agent.prompt.version,
                 "turns": settings.agent.turns, "samples": settings.agent.samples, "platform": platform,
-                "verifier_url": settings.verifier_url},
+                "verifier_url": settings.verifier_url, "ray_address": settings.ray_address},
         "tasks": {"selected": len(tasks), "complete": done_tasks, "incomplete": len(tasks) - done_tasks
                   - sum(skipped.values()), "skipped": skipped, "with_correct_kernel": len({tr["task_id"] for tr in correct})},
         "trajectories": {"recorded": len(trajs), "recorded_now": result.recorded,
