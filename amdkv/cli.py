@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from amdkv.cluster.options import check_one_verifier_source, ray_option
 from amdkv.errors import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_INFRA, EXIT_OK, AmdkvError
 from amdkv.serve.protocol import TOKEN_ENV
 
@@ -339,18 +340,20 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
               help="verify on an `amdkv serve` service (its device, jobs, trials and timeout apply)")
 @click.option("--verifier-token", envvar=TOKEN_ENV, show_envvar=True, default=None,
               help="the service's bearer token")
+@ray_option
 @click.option("--json", "as_json", is_flag=True, help="print metrics.json (or the comparison) as JSON")
 @click.pass_context
 def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, out_dir: str | None, k_text: str,
              p_text: str, device: str, jobs: int, trials: int, timeout: float | None, bootstrap: int, seed: int,
              allow_partial: bool, verdict_cache: bool | None, policy: str, benchmark_verdicts: bool | None,
              model_name: str | None, compare: tuple[str, str] | None, verifier_url: str | None,
-             verifier_token: str | None, as_json: bool) -> None:
+             verifier_token: str | None, ray_address: str | None, as_json: bool) -> None:
     """Verify a samples file against SUITE and write metrics.json, report.md and report.html to --out.
 
     \b
     amdkv eval SUITE --samples FILE.jsonl --out DIR [--k 1,3] [--p 1.0] [--device cpu] [--jobs N]
     amdkv eval SUITE --samples FILE.jsonl --out DIR --verifier-url http://HOST:8765
+    amdkv eval SUITE --samples FILE.jsonl --out DIR --ray [auto|local|HOST:PORT] [--jobs PER_NODE]
     amdkv eval --compare RUN_A RUN_B [--json]
     """
     from amdkv import evaluation
@@ -369,6 +372,7 @@ def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, ou
         raise click.UsageError("amdkv eval needs SUITE, --samples FILE.jsonl and --out DIR (or --compare A B)")
     local_only = [f"--{n}" for n in ("device", "jobs", "trials", "timeout")
                   if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    check_one_verifier_source(verifier_url, ray_address)
     if verifier_url and local_only:
         raise click.UsageError(f"{', '.join(local_only)} set the local verifier; with --verifier-url the service's "
                                "own settings apply (see its /v1/health): drop them, or start the service with them")
@@ -377,7 +381,8 @@ def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, ou
         ps=evaluation.parse_float_list(p_text, "--p"), device=device, jobs=jobs, trials=trials, timeout=timeout,
         allow_partial=allow_partial, bootstrap=bootstrap, seed=seed, policy=policy,
         benchmark_verdicts=benchmark_verdicts, model_name=model_name, verifier_url=verifier_url,
-        verifier_token=verifier_token, config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
+        verifier_token=verifier_token, ray_address=ray_address,
+        config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
     outcome = evaluation.run_eval(settings, progress=not as_json)
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from amdkv.cluster.options import ray_option
 from amdkv.errors import EXIT_INFRA, EXIT_OK
 
 
@@ -135,15 +136,17 @@ def publish_cmd(folder: str, repo_id: str, private: bool, dry_run: bool, as_json
 @click.option("--limit", type=int, default=None, help="at most this many programs")
 @click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "rocm"]))
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1), help="programs verified at once")
+@ray_option
 @click.option("--json", "as_json", is_flag=True)
 def reverify_cmd(dataset: str, out_dir: str, config: str | None, split: str | None, limit: int | None, device: str,
-                 jobs: int, as_json: bool) -> None:
+                 jobs: int, ray_address: str | None, as_json: bool) -> None:
     """Verify DATASET's programs again on this machine (a built folder, a repo id, or KernelBook-layout files)."""
     from amdkv.config import VerifierConfig
     from amdkv.data.reverify import reverify
 
     summary = reverify(dataset, out_dir, config=config, split=split, limit=limit,
-                       verifier_config=VerifierConfig.from_env(device=device, jobs=jobs), progress=not as_json)
+                       verifier_config=VerifierConfig.from_env(device=device, jobs=jobs), progress=not as_json,
+                       ray_address=ray_address)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

@@ -6,7 +6,7 @@ DATASET is a folder in the Hub layout (an amdkv build), a Hub repo id (read with
 
 Every program of the chosen config and split (translation: `kernel`; optimisation:
 `kernel_before` and `kernel_after`; trajectories: every turn's program; KernelBook:
-`triton_code`) is verified with `open_verifier` and written to the record store DIR as a `sample`
+`triton_code`) is verified with `open_verifier` (or over Ray, `--ray`) and written to the record store DIR as a `sample`
 record whose origin holds the row it came from and the row's old verdict: the new verdict
 stands beside the old one, and `amdkv build ... --records DIR` can build a dataset from the new
 evidence (e.g. the interpreter-verified demo corpus re-verified on an AMD GPU). A run that is
@@ -153,12 +153,14 @@ class _Tasks:
 
 
 def reverify(dataset: str, out: str | os.PathLike[str], *, config: str | None = None, split: str | None = None,
-             limit: int | None = None, verifier_config: Any = None, progress: bool = True) -> dict[str, Any]:
-    """Verify the programs of DATASET again (see the module docstring); returns the summary."""
+             limit: int | None = None, verifier_config: Any = None, progress: bool = True,
+             ray_address: str | None = None) -> dict[str, Any]:
+    """Verify the programs of DATASET again (see the module docstring); returns the summary.
+    `ray_address`: verify on that Ray cluster instead of this machine (docs/ray.md)."""
     from tqdm import tqdm
 
+    from amdkv.cluster import open_run_verifier
     from amdkv.verify.candidate import Candidate
-    from amdkv.verify.scheduler import open_verifier
 
     layout, data = load_rows(dataset, config, split)
     out = Path(out)
@@ -167,7 +169,7 @@ def reverify(dataset: str, out: str | os.PathLike[str], *, config: str | None = 
     unsupported: list[dict[str, str]] = []
     pairs: list[tuple[Any, Any]] = []
     meta: dict[str, dict[str, Any]] = {}
-    with open_verifier(verifier_config) as verifier:
+    with open_run_verifier(verifier_config, ray_address=ray_address) as verifier:
         platform = verifier.platform.name
         for item in iter_items(layout, data, limit):
             origin = {"reverify": {"dataset": str(dataset), "config": config, "split": item.split, "row_id": item.row_id,

@@ -59,6 +59,7 @@ class EvalSettings:
     config: Any = None                 # amdkv.config.VerifierConfig | None
     verifier_url: str | None = None    # an `amdkv serve` service instead of local verification
     verifier_token: str | None = None
+    ray_address: str | None = None     # a Ray cluster (auto | local | HOST:PORT): one verification actor per node
     policy: str = "strict"             # strict | reference (docs/benchmarks.md: reference-as-candidate runs)
     benchmark_verdicts: bool | None = None  # also verify under the benchmark's own rule (None: for external suites)
     model_name: str | None = None      # names the model in model_index.json (default: the samples file's stem)
@@ -165,11 +166,16 @@ class _EvalVerifier:
 
     def __init__(self, settings: EvalSettings, policy: str | None = None) -> None:
         self.settings = settings
-        self._remote = None
+        self._remote = None       # a service or a Ray cluster: opened now, its platform is the run's
         if settings.verifier_url:
             from amdkv.serve.client import RemoteVerifier
 
             self._remote = RemoteVerifier(settings.verifier_url, token=settings.verifier_token)
+        elif settings.ray_address:
+            from amdkv.cluster import open_run_verifier
+
+            self._remote = open_run_verifier(settings.verifier_config(policy), ray_address=settings.ray_address)
+        if self._remote is not None:
             self.config = self._remote.config
             self.platform = self._remote.platform
         else:
@@ -189,9 +195,9 @@ class _EvalVerifier:
     def open(self) -> Any:
         if self._remote is not None:
             return self._remote
-        from amdkv.verify.scheduler import open_verifier
+        from amdkv.cluster import open_run_verifier
 
-        return open_verifier(self.config, platform=self.platform)
+        return open_run_verifier(self.config, platform=self.platform)
 
 
 def platform_description(platform: str, device: str | None) -> str:
@@ -423,7 +429,7 @@ def build_metrics(records: Sequence[dict[str, Any]], *, settings: EvalSettings, 
         "suite": settings.suite, "samples_file": str(Path(settings.samples).resolve()),
         "samples_sha256": _file_sha(settings.samples), "device": settings.device, "jobs": settings.jobs,
         "trials": settings.trials, "timeout": settings.timeout, "allow_partial": settings.allow_partial,
-        "verifier_url": settings.verifier_url, "policy": settings.policy,
+        "verifier_url": settings.verifier_url, "ray_address": settings.ray_address, "policy": settings.policy,
     })
     return metrics
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import click
 
+from amdkv.cluster.options import check_one_verifier_source, ray_option
 from amdkv.errors import EXIT_OK
 
 
@@ -70,6 +71,7 @@ def _gen_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--jobs", default=2, show_default=True, type=click.IntRange(min=1), help="verifications at once"),
         click.option("--verifier-url", default=None, help="an `amdkv serve` service instead of a local verifier"),
         click.option("--verifier-token", default=None, help="bearer token of the service"),
+        ray_option,
         click.option("--hf-device", default="auto", show_default=True, help="--llm hf: where the model runs"),
         click.option("--verdict-cache/--no-verdict-cache", default=None,
                      help="reuse verdicts of identical earlier verifications (default: on)"),
@@ -108,6 +110,7 @@ def _run(language: str, o: dict[str, Any]) -> None:
     from amdkv.gen.run import GenSettings, run_gen
     from amdkv.prompts import PromptConfig
 
+    check_one_verifier_source(o["verifier_url"], o["ray_address"])
     try:
         extra = json.loads(o["extra_body"]) if o["extra_body"] else {}
     except ValueError as exc:
@@ -132,7 +135,8 @@ def _run(language: str, o: dict[str, Any]) -> None:
                            request_cache=o["request_cache"], request_timeout=o["request_timeout"],
                            retry=RetryPolicy(attempts=o["retries"]), hf_device=o["hf_device"], pipeline=pipeline,
                            verifier=VerifierConfig.from_env(device=o["device"], jobs=o["jobs"], **cache),
-                           verifier_url=o["verifier_url"], verifier_token=o["verifier_token"])
+                           verifier_url=o["verifier_url"], verifier_token=o["verifier_token"],
+                           ray_address=o["ray_address"])
     outcome = run_gen(settings, progress=not o["as_json"])
     if o["as_json"]:
         click.echo(json.dumps(outcome.summary, indent=2, default=str))

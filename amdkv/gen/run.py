@@ -72,6 +72,7 @@ class GenSettings:
     verifier: VerifierConfig = dataclasses.field(default_factory=VerifierConfig)
     verifier_url: str | None = None
     verifier_token: str | None = None
+    ray_address: str | None = None     # verify on a Ray cluster (docs/ray.md)
 
     def __post_init__(self) -> None:
         if self.llm not in LLM_KINDS:
@@ -227,13 +228,14 @@ def build_client(settings: GenSettings, tasks: list[Any]) -> Any:
 def open_functional_verifier(settings: GenSettings) -> Any:
     """The local verifier of the functional stage: the run's settings under the `reference` policy
     (plain PyTorch compute allowed, every other rule kept)."""
-    from amdkv.verify.scheduler import open_verifier
+    from amdkv.cluster import open_run_verifier
 
-    return open_verifier(settings.verifier.replace(policy="reference"))
+    return open_run_verifier(settings.verifier.replace(policy="reference"), ray_address=settings.ray_address)
 
 
 def open_gen_verifier(settings: GenSettings) -> Any:
-    """A RemoteVerifier for --verifier-url, else the local verifier the config asks for."""
+    """A RemoteVerifier for --verifier-url, a RayVerifier for --ray, else the local verifier the
+    config asks for."""
     if settings.verifier_url:
         try:
             from amdkv.serve.client import RemoteVerifier
@@ -241,9 +243,9 @@ def open_gen_verifier(settings: GenSettings) -> Any:
             raise BadInputError("--verifier-url needs amdkv.serve, which this installation lacks",
                                 hint="install amdkv with the serve extra or verify locally") from exc
         return RemoteVerifier(settings.verifier_url, token=settings.verifier_token)
-    from amdkv.verify.scheduler import open_verifier
+    from amdkv.cluster import open_run_verifier
 
-    return open_verifier(settings.verifier)
+    return open_run_verifier(settings.verifier, ray_address=settings.ray_address)
 
 
 # ---------------------------------------------------------------------------- outputs
@@ -308,7 +310,7 @@ def build_summary(settings: GenSettings, run_key: str, tasks: list[Any], records
                 "llm": settings.llm, "agent": settings.agent.agent_name, "language": settings.agent.language,
                 "arch": settings.agent.prompt.arch, "prompt_version": settings.agent.prompt.version,
                 "turns": settings.agent.turns, "samples": settings.agent.samples, "platform": platform,
-                "verifier_url": settings.verifier_url},
+                "verifier_url": settings.verifier_url, "ray_address": settings.ray_address},
         "tasks": {"selected": len(tasks), "complete": done_tasks, "incomplete": len(tasks) - done_tasks
                   - sum(skipped.values()), "skipped": skipped, "with_correct_kernel": len({tr["task_id"] for tr in correct})},
         "trajectories": {"recorded": len(trajs), "recorded_now": result.recorded,
