@@ -369,6 +369,13 @@ def main() -> int:
         budgets[k.strip()] = float(v)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    # The harness processes run in a scratch folder: relative checkout paths would point nowhere
+    # there (the H200 run of 2026-12-01 lost every harness verdict to "No module named geak_eval").
+    for name in ("kernelbench", "geak_eval", "tritonbench"):
+        if getattr(args, name) is not None:
+            setattr(args, name, getattr(args, name).resolve())
+    if args.harness_site:
+        args.harness_site = str(Path(args.harness_site).resolve())
     work = Path(tempfile.mkdtemp(prefix="external-gpu-"))
     llm_shims = write_shims(work / "shims_llm", LLM_SHIMS)
     timing_shims = write_shims(work / "shims_timing", TIMING_SHIM)
