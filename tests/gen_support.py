@@ -103,9 +103,10 @@ def fake_server(tmp: Path, *args: str) -> Iterator[FakeServer]:
 
 def run_trajectories(out: Path) -> list[dict[str, Any]]:
     """The trajectory records of a run folder, sorted by task and sample."""
-    from amdkv.gen.records import TRAJECTORY, iter_records
+    from amdkv.data.records import TRAJECTORY
+    from amdkv.data.store import open_store
 
-    recs = list(iter_records(out / "records", TRAJECTORY))
+    recs = list(open_store(out).dicts(TRAJECTORY))
     return sorted(recs, key=lambda r: (r["trajectory"]["task_id"], r["origin"]["sample"]))
 
 
