@@ -16,7 +16,7 @@ from gen_support import PYTHON, REPO, cpu_verifier, env, fake_server, openai_set
 
 from amdkv.gen.run import run_gen
 
-TASKS = ("l1_relu", "l1_softmax", "l1_sum_lastdim")
+TASKS = ("l1_relu", "l1_softmax")  # one task recorded before the kill, one in flight
 
 
 def _normalised(out) -> list[tuple]:
