@@ -26,8 +26,8 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from fixtures_tiny import fresh_tiny_model, tiny_tokenizer  # noqa: F401
+from gen_support import cli
 
 pytest.importorskip("trl", reason="the loop trains with TRL (pip install 'amdkv[train]')")
 
@@ -39,11 +39,9 @@ pytestmark = pytest.mark.timeout(900)
 
 def amdkv(*args: str) -> dict:
     """`amdkv ARGS --json` in this process (the real CLI; no interpreter start-up per stage)."""
-    from amdkv.cli import main
-
-    result = CliRunner().invoke(main, [*map(str, args), "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, f"amdkv {' '.join(map(str, args))} -> {result.exit_code}\n{result.output[-3000:]}"
-    return json.loads(result.stdout)
+    proc = cli(*args, "--json")
+    assert proc.returncode == 0, f"{' '.join(proc.args)} -> {proc.returncode}\n{proc.stderr[-3000:]}"
+    return json.loads(proc.stdout)
 
 
 class RecordsRollout:

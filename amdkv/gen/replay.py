@@ -27,6 +27,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from amdkv.data.records import TRAJECTORY
+from amdkv.data.store import open_store, store_path
 from amdkv.errors import BadInputError
 from amdkv.gen.llm import ClientStats, Message, Reply, ReplayExhausted, RequestContext, SamplingParams
 
@@ -68,7 +70,7 @@ class StoredReplay(_ReplayBase):
         path = Path(path)
         if path.is_file():
             runs = _runs_from_samples_file(path)
-        elif path.is_dir() and _is_record_store(path):
+        elif path.is_dir() and store_path(path) is not None:
             runs = _runs_from_records(path)
         elif path.is_dir():
             runs = _runs_from_dataset(path)
@@ -119,16 +121,7 @@ def _runs_from_samples_file(path: Path) -> dict[str, list[list[Reply]]]:
     return runs
 
 
-def _is_record_store(path: Path) -> bool:
-    from amdkv.data.store import store_path
-
-    return store_path(path) is not None
-
-
 def _runs_from_records(path: Path) -> dict[str, list[list[Reply]]]:
-    from amdkv.data.records import TRAJECTORY
-    from amdkv.data.store import open_store
-
     by_task: dict[str, list[tuple[int, list[Reply]]]] = {}
     for rec in open_store(path).dicts(TRAJECTORY):
         traj = rec["trajectory"]
