@@ -12,7 +12,8 @@ import signal
 import subprocess
 import time
 
-from gen_support import PYTHON, REPO, cpu_verifier, env, fake_server, openai_settings, run_trajectories  # noqa: F401
+from gen_support import (PYTHON, REPO, cli, cpu_verifier, env, fake_server, openai_settings,  # noqa: F401
+                         run_trajectories)
 
 from amdkv.gen.run import run_gen
 
@@ -60,7 +61,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_records(tmp_path, cpu_verifi
         assert 1 <= kept < len(TASKS)
         cached = len(list((out / "requests").rglob("*.json")))
 
-        rerun = subprocess.run(cmd, env=env(), cwd=REPO, capture_output=True, text=True, timeout=600)
+        rerun = cli(*cmd[3:])  # the re-run needs no process of its own: the real CLI, in this process
         assert rerun.returncode == 0, rerun.stderr[-3000:]
     summary = json.loads(rerun.stdout)
     assert summary["trajectories"]["recorded_now"] == len(TASKS) - kept
