@@ -103,9 +103,10 @@ def fake_server(tmp: Path, *args: str) -> Iterator[FakeServer]:
 
 def run_trajectories(out: Path) -> list[dict[str, Any]]:
     """The trajectory records of a run folder, sorted by task and sample."""
-    from amdkv.gen.records import TRAJECTORY, iter_records
+    from amdkv.data.records import TRAJECTORY
+    from amdkv.data.store import open_store
 
-    recs = list(iter_records(out / "records", TRAJECTORY))
+    recs = list(open_store(out).dicts(TRAJECTORY))
     return sorted(recs, key=lambda r: (r["trajectory"]["task_id"], r["origin"]["sample"]))
 
 
@@ -117,10 +118,26 @@ def statuses(record: dict[str, Any]) -> list[str | None]:
     return out
 
 
-def gen_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`amdkv gen ...` in a subprocess (the real CLI, its own verifier)."""
-    return subprocess.run([PYTHON, "-m", "amdkv.cli", "gen", *args], env=env(), capture_output=True, text=True,
-                          timeout=timeout)
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """`amdkv ARGS` through the real CLI, in this process (click's CliRunner): no interpreter, torch
+    and triton start-up per call (~5-10 s on a shared 2-core machine). Returns what subprocess.run
+    would: returncode, stdout, stderr (with the traceback of an unexpected exception)."""
+    import traceback
+
+    from click.testing import CliRunner
+
+    from amdkv.cli import main
+
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["amdkv", *map(str, args)], result.exit_code, result.stdout, stderr)
+
+
+def gen_cli(*args: str) -> subprocess.CompletedProcess:
+    """`amdkv gen ARGS` (see `cli`)."""
+    return cli("gen", *args)
 
 
 @pytest.fixture(scope="module")

@@ -282,7 +282,8 @@ def test_json_feature_is_lossy_so_verdicts_are_json_text(tmp_path):
 def test_rows_built_in_forked_processes_equal_rows_built_here(tmp_path, monkeypatch):
     """Writing builds rows in forked worker processes (Plan.rows(workers=...)): same rows, same order."""
     from amdkv.data import builder as builder_module
-    from amdkv.data.builder import Builder, open_store
+    from amdkv.data.builder import Builder
+    from amdkv.data.store import open_store
     from amdkv.data.schemas import dataset_spec
 
     corpus = make_corpus(60, n_tasks=4, seed=12)

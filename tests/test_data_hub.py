@@ -21,7 +21,8 @@ from unittest import mock
 import pytest
 
 from amdkv.data.api import build_dataset
-from amdkv.data.builder import Builder, open_store
+from amdkv.data.builder import Builder
+from amdkv.data.store import open_store
 from amdkv.data.hub_layout import build_datasetdict, data_dir_for
 from amdkv.data.policy import BuildPolicy
 from amdkv.data.schemas import dataset_spec

@@ -195,7 +195,7 @@ def test_server_killed_and_restarted_mid_run(tmp_path, cpu_verifier):
     server = FakeServer(tmp_path, "--delay-s", "0.5", "--actions", "compile_error,solution").start()
     try:
         run = _Background(openai_settings(tmp_path / "run", server.base_url, *TASKS_2,
-                                          retry=RetryPolicy(attempts=12, base_delay=0.5, max_delay=20)), cpu_verifier)
+                                          retry=RetryPolicy(attempts=20, base_delay=0.5, max_delay=2)), cpu_verifier)
         _wait_for_requests(server, 1)
         server.kill()
         time.sleep(2)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from gen_support import PYTHON, env
 
+from amdkv.data.store import RecordStore
 from amdkv.gen.qa.chunker import chunk_file, function_name, mask_source
 from amdkv.gen.qa.grounding import check_pair, identifiers_named, open_tree
 from amdkv.gen.qa.pairs import Deduplicator, parse_pairs
@@ -172,7 +173,7 @@ def test_rocm_qa_end_to_end_keeps_grounded_pairs_drops_planted(tree, tmp_path):
     # per chunk: 1 planted ungrounded pair and 1 near duplicate are dropped, never kept
     assert inv["drop:identifier_missing"] + inv["drop:lines_out_of_range"] == 5
     assert inv["drop:duplicate"] == 5
-    records = [json.loads(line) for line in (out / "records" / "gen-records.jsonl").read_text().splitlines()]
+    records = list(RecordStore(out / "records", create=False).dicts())
     assert len(records) == inv["kept"] == summary["pairs_recorded"] >= 5
     lines = SOURCE.split("\n")
     for rec in records:
@@ -186,4 +187,5 @@ def test_rocm_qa_end_to_end_keeps_grounded_pairs_drops_planted(tree, tmp_path):
     again = _qa_cli("--source", str(tree), "--library", "rocDemo", "--llm", "replay", "--out", str(out), "--json")
     assert again.returncode == 0
     assert json.loads(again.stdout)["this_invocation"]["chunks_asked"] == 0
-    assert len((out / "records" / "gen-records.jsonl").read_text().splitlines()) == len(records)
+    stats = RecordStore(out / "records", create=False).stats()
+    assert stats["records"] == len(records) and stats["duplicates_skipped"] == 0

@@ -72,6 +72,10 @@ def test_broken_first_turn_then_fixed(tmp_path, verifier):
     req = traj.request(1)
     assert [m["role"] for m in req] == ["system", "user", "assistant", "user"]
     assert req[-1]["content"] == turns[0]["feedback"]
+    # the run folder replays (StoredReplay reads its record store): the same replies, turn by turn
+    from amdkv.gen.replay import StoredReplay
+
+    assert [r.content for r in StoredReplay.from_path(out).runs["l1_relu"][0]] == [t["reply"] for t in turns]
 
 
 def test_optimise_turn_with_the_same_program_stops(tmp_path, verifier):

@@ -1,6 +1,7 @@
 """`amdkv gen` end to end through the OpenAI client against a real model server: `transformers
-serve` on loopback with the tiny Qwen3 model (tests/fixtures_tiny.py) overfit, in the fixture, to
-answer the request for one bundled task with a fenced Triton kernel. Also the local transformers
+serve` on loopback with the tiny Qwen3 model (tests/fixtures_tiny.py) overfit to answer the request
+for one bundled task with a fenced Triton kernel (trained by the fixture; the trained model is
+committed in tests/data/gen_overfit/ and retrained when stale, see `overfit_model`). Also the local transformers
 client (batched `generate`) on the same model.
 
 Nothing here is scripted: the reply is what the model generates, greedily, from the prompt
@@ -10,6 +11,7 @@ Nothing here is scripted: the reply is what the model generates, greedily, from 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +25,8 @@ from gen_support import env, free_port, gen_cli, run_trajectories, statuses, wai
 TASK_ID = "l1_relu"
 MAX_STEPS = 600
 REFRESH = 8
-# Training the model takes ~1-2 minutes on an idle 2-core machine, 5-10 on a shared one.
+# Training the model (only when tests/data/gen_overfit/ is stale) takes ~1-2 minutes on an idle
+# 2-core machine, 5-10 on a shared one.
 pytestmark = pytest.mark.timeout(1800)
 
 
@@ -60,40 +63,81 @@ def _overfit(model, prompt_ids: list[int], reply_ids: list[int]) -> int:
     raise AssertionError(f"the tiny model did not learn the reply in {MAX_STEPS} steps (loss {loss.item():.3f})")
 
 
-@pytest.fixture(scope="module")
-def overfit_model(tiny_tokenizer, request, tmp_path_factory):
-    """(folder, task, reply): the tiny model trained to answer the `write` request of TASK_ID
-    (0 shots, gfx942) with the task's bundled Triton solution in a fence, saved for serving.
-    Kept in pytest's cache folder under a hash of everything that decides it (prompt and reply
-    tokens, model size, training settings, torch and transformers versions), so a second run on
-    the same checkout skips the training; a clean checkout (CI) trains."""
+FIXTURE = Path(__file__).resolve().parent / "data" / "gen_overfit"
+REFRESH_ENV = "AMDKV_REFRESH_GEN_FIXTURE"
+
+
+def _request_and_reply(tokenizer) -> tuple[object, str, str]:
+    """(task, rendered prompt, reply): what the model must answer, as text."""
+    from amdkv.gen.replay import fenced, reference_solution
+    from amdkv.prompts import PromptConfig, build_messages
+    from amdkv.tasks.suites import load_suite
+
+    task = next(t for t in load_suite("builtin:all") if t.id == TASK_ID)
+    messages = build_messages(task, PromptConfig(language="triton", shots=0))
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return task, prompt, fenced(reference_solution(task, "triton"))
+
+
+def _key(tokenizer, prompt: str, reply: str) -> str:
+    """Everything that decides the trained model: the prompt and reply as token ids, the training
+    settings and the torch/transformers versions."""
     import hashlib
 
     import torch
     import transformers
 
-    from amdkv.gen.replay import fenced, reference_solution
-    from amdkv.prompts import PromptConfig, build_messages
-    from amdkv.tasks.suites import load_suite
+    ids = [tokenizer(prompt, add_special_tokens=False)["input_ids"],
+           tokenizer(reply + tokenizer.eos_token, add_special_tokens=False)["input_ids"]]
+    return hashlib.sha256(json.dumps([ids, MAX_STEPS, REFRESH, torch.__version__.split("+")[0],
+                                      transformers.__version__, len(tokenizer)]).encode()).hexdigest()[:16]
+
+
+def _train(folder: Path, tokenizer, prompt: str, reply: str, key: str) -> None:
     from amdkv.train.tiny_model import build_model
 
-    task = next(t for t in load_suite("builtin:all") if t.id == TASK_ID)
-    reply = fenced(reference_solution(task, "triton"))
-    messages = build_messages(task, PromptConfig(language="triton", shots=0))
-    prompt = tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    prompt_ids = tiny_tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    reply_ids = tiny_tokenizer(reply + tiny_tokenizer.eos_token, add_special_tokens=False)["input_ids"]
-    key = hashlib.sha256(json.dumps([prompt_ids, reply_ids, MAX_STEPS, REFRESH, torch.__version__,
-                                     transformers.__version__, len(tiny_tokenizer)]).encode()).hexdigest()[:16]
-    cache = getattr(request.config, "cache", None)  # None under `-p no:cacheprovider`: train into a temp folder
-    root = cache.mkdir("amdkv-gen-overfit") if cache is not None else tmp_path_factory.mktemp("amdkv-gen-overfit")
-    folder = root / key
-    if not (folder / "trained.json").exists():
-        model = build_model(tiny_tokenizer)
-        steps = _overfit(model, prompt_ids, reply_ids)
-        model.save_pretrained(folder)
-        tiny_tokenizer.save_pretrained(folder)
-        (folder / "trained.json").write_text(json.dumps({"steps": steps, "task": TASK_ID}))
+    model = build_model(tokenizer)
+    steps = _overfit(model, tokenizer(prompt, add_special_tokens=False)["input_ids"],
+                     tokenizer(reply + tokenizer.eos_token, add_special_tokens=False)["input_ids"])
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "trained.json").write_text(json.dumps({"steps": steps, "task": TASK_ID, "key": key}) + "\n")
+
+
+@pytest.fixture(scope="module")
+def overfit_model(request, tmp_path_factory):
+    """(folder, task, reply): the tiny model (with its tokenizer) trained to answer the `write`
+    request of TASK_ID (0 shots, gfx942) with the task's bundled Triton solution in a fence.
+
+    Training takes 2.5-5 minutes on a shared 2-core machine, so the trained model is committed in
+    tests/data/gen_overfit/ (1.4 MB: model, tokenizer, trained.json with the key of everything
+    that decides it: prompt and reply token ids, training settings, torch and transformers
+    versions). When the key no longer matches (a prompt template, the task or a library version
+    changed) the fixture trains again, into pytest's cache folder (a second run skips it), and
+    `AMDKV_REFRESH_GEN_FIXTURE=1 pytest tests/test_gen_serve.py` writes the new model into
+    tests/data/gen_overfit/ for committing. The committed tokenizer is used, not tiny_tokenizer:
+    the shared one is rebuilt from the bundled tasks and changes with them."""
+    from transformers import AutoTokenizer
+
+    if FIXTURE.is_dir() and not os.environ.get(REFRESH_ENV):
+        tokenizer = AutoTokenizer.from_pretrained(FIXTURE)
+        task, prompt, reply = _request_and_reply(tokenizer)
+        key = _key(tokenizer, prompt, reply)
+        if json.loads((FIXTURE / "trained.json").read_text()).get("key") == key:
+            return FIXTURE, task, reply
+    tiny_tokenizer = request.getfixturevalue("tiny_tokenizer")  # built only when training
+    task, prompt, reply = _request_and_reply(tiny_tokenizer)
+    key = _key(tiny_tokenizer, prompt, reply)
+    if os.environ.get(REFRESH_ENV):
+        folder = FIXTURE
+    else:
+        cache = getattr(request.config, "cache", None)  # None under `-p no:cacheprovider`: a temp folder
+        root = cache.mkdir("amdkv-gen-overfit") if cache is not None else tmp_path_factory.mktemp("amdkv-gen-overfit")
+        folder = root / key
+    trained = folder / "trained.json"
+    if not (trained.exists() and json.loads(trained.read_text()).get("key") == key):
+        _train(folder, tiny_tokenizer, prompt, reply, key)
     return folder, task, reply
 
 
@@ -127,7 +171,7 @@ def test_gen_through_transformers_serve(served, overfit_model, tmp_path):
     base_url, model = served
     out = tmp_path / "run"
     proc = gen_cli("triton", "--tasks", "builtin:all", "--task", TASK_ID, "--llm", "openai", "--model", model,
-                   "--base-url", base_url, "--turns", "2", "--samples", "2", "--shots", "0", "--temperature", "0",
+                   "--base-url", base_url, "--turns", "1", "--samples", "2", "--shots", "0", "--temperature", "0",
                    "--max-tokens", "400", "--device", "cpu", "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -145,10 +189,10 @@ def test_gen_through_transformers_serve(served, overfit_model, tmp_path):
     assert summary["outcomes"]["first_turn_correct"] == 2
 
 
-def test_transformers_client_batches_concurrent_requests(overfit_model, tiny_tokenizer):
+def test_transformers_client_batches_concurrent_requests(overfit_model):
     """The local client: two threads' requests (different prompt lengths, left-padded into one
     batch) get the same greedy replies as alone; n samples come back from one call."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from amdkv.gen.hf_client import TransformersChatClient
     from amdkv.gen.llm import SamplingParams
@@ -156,7 +200,7 @@ def test_transformers_client_batches_concurrent_requests(overfit_model, tiny_tok
 
     folder, task, reply = overfit_model
     client = TransformersChatClient(str(folder), model_obj=AutoModelForCausalLM.from_pretrained(folder),
-                                    tokenizer=tiny_tokenizer, device="cpu", batch_wait_s=0.5)
+                                    tokenizer=AutoTokenizer.from_pretrained(folder), device="cpu", batch_wait_s=0.5)
     try:
         greedy = SamplingParams(temperature=0.0, max_tokens=300)
         messages = build_messages(task, PromptConfig(shots=0))

@@ -39,7 +39,8 @@ def build_dataset(dataset: str, records: str | os.PathLike[str], out: str | os.P
                   eval_tasks: Iterable[Any] = (), workers: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Records -> a Hub-layout folder: plan (amdkv.data.builder), then write (amdkv.data.hub_layout).
     Returns the build report (what each phase removed, rows per config and split, statistics)."""
-    from amdkv.data.builder import Builder, open_store
+    from amdkv.data.builder import Builder
+    from amdkv.data.store import open_store
     from amdkv.data.hub_layout import write_plan
     from amdkv.data.schemas import dataset_spec
 

@@ -732,8 +732,3 @@ def peak_rss_mib() -> float:
     import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def open_store(path: str | Path) -> RecordStore:
-    """The store a build reads (never created by reading)."""
-    return RecordStore(path, create=False)

@@ -175,10 +175,10 @@ def records() -> None:
 @click.argument("folder", type=click.Path(file_okay=False, exists=True))
 @click.option("--json", "as_json", is_flag=True)
 def records_stats(folder: str, as_json: bool) -> None:
-    """Records, kinds, shards and torn tails of a record store."""
-    from amdkv.data.store import RecordStore
+    """Records, kinds, shards and torn tails of a record store (or of an `amdkv gen` run folder's)."""
+    from amdkv.data.store import open_store
 
-    stats = RecordStore(folder, create=False).stats()
+    stats = open_store(folder).stats()
     if as_json:
         click.echo(json.dumps(stats, indent=2))
     else:

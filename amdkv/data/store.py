@@ -22,6 +22,10 @@ process (the first in shard order wins). Generators resume by `done(work_key)` (
 Layout: `DIR/store.json` (format and record schema version) and
 `DIR/shards/records-<time_ns>-<pid>-<seq>.jsonl`; each line is `Record.to_dict()` with `id` and
 `work_key` first, so opening a store reads those two without parsing whole records.
+
+Readers open stores with `open_store(path)`, which also accepts a folder that holds its store in
+`records/` (an `amdkv gen` run folder), so `amdkv build --records OUT` takes a generation run's
+`--out` folder as it is.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from amdkv.reports.jsonl import JsonlAppender
 STORE_FORMAT = "amdkv-record-store"
 META_FILE = "store.json"
 SHARD_DIR = "shards"
+NESTED_STORE_DIR = "records"  # where a run folder (amdkv gen --out) keeps its store
 DEFAULT_MAX_SHARD_BYTES = 256 * 1024 * 1024
 _PREFIX = '{"id":"'
 
@@ -146,20 +151,28 @@ class RecordStore:
             return len(self._ids)
 
     # ------------------------------------------------------------------ writing
-    def append(self, record: Record) -> bool:
-        """Store `record` (fsynced before returning); False when its id is already stored."""
-        return self.extend([record]) == 1
+    def append(self, record: Record, *, once_per_work_key: bool = False) -> bool:
+        """Store `record` (fsynced before returning); False when its id is already stored, or,
+        with `once_per_work_key`, when a record of its unit of work is (see `extend`)."""
+        return self.extend([record], once_per_work_key=once_per_work_key) == 1
 
-    def extend(self, records: Iterable[Record]) -> int:
-        """Store several records with one write and one fsync; returns how many were new."""
-        lines, fresh, batch_ids = [], [], set()
+    def extend(self, records: Iterable[Record], *, once_per_work_key: bool = False) -> int:
+        """Store several records with one write and one fsync; returns how many were new.
+
+        `once_per_work_key`: a generator's mode. A unit of work redone after a kill has other
+        timings, so another id; checking its `work_key` under the store's lock is what keeps one
+        record per unit of work when two threads or a resumed run finish the same unit."""
+        lines, fresh, batch_ids, batch_keys = [], [], set(), set()
         with self._lock:
             self._load_index()
             for record in records:
                 data = record.to_dict()
                 if data["id"] in self._ids or data["id"] in batch_ids:
                     continue
+                if once_per_work_key and (data["work_key"] in self._work_keys or data["work_key"] in batch_keys):
+                    continue
                 batch_ids.add(data["id"])
+                batch_keys.add(data["work_key"])
                 lines.append(_line(data))
                 fresh.append(data)
             if not lines:
@@ -206,6 +219,13 @@ class RecordStore:
     def __iter__(self) -> Iterator[Record]:
         for _, data in self.iter_dicts():
             yield Record.from_dict(data)
+
+    def dicts(self, kind: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every record's dict (`Record.to_dict()`, checked as `iter_dicts` checks it), only those
+        of `kind` when given: the light read of a run's own outputs (summaries, replay)."""
+        for _, data in self.iter_dicts():
+            if kind is None or data.get("kind") == kind:
+                yield data
 
     def iter_dicts(self, report: ReadReport | None = None, *, verify: bool = True) -> Iterator[tuple[Location, dict]]:
         """(location, record dict) of every record, in shard order, each id once. Every line is
@@ -256,6 +276,25 @@ class RecordStore:
         return {"path": str(self.path), "records": report.records, "kinds": kinds, "shards": len(shards),
                 "bytes": sum(p.stat().st_size for p in shards), "duplicates_skipped": report.duplicates,
                 "torn_tails": report.torn_tails}
+
+
+def store_path(path: str | os.PathLike[str]) -> Path | None:
+    """Where the store at `path` is: `path` itself, or `path/records` when `path` is a folder that
+    keeps its store there (an `amdkv gen` run folder); None when neither holds one."""
+    path = Path(path)
+    for candidate in (path, path / NESTED_STORE_DIR):
+        if (candidate / META_FILE).is_file():
+            return candidate
+    return None
+
+
+def open_store(path: str | os.PathLike[str]) -> RecordStore:
+    """An existing store to read (never created by reading), found by `store_path`."""
+    found = store_path(path)
+    if found is None:
+        raise BadInputError(f"no record store at {path} (no {META_FILE} there or in {NESTED_STORE_DIR}/)",
+                            hint="pass a record store, or the --out folder of an `amdkv gen` run")
+    return RecordStore(found, create=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,8 @@
 `RequestContext`:
 - a samples file (`{"task_id", "samples", "turns"?}` lines, the `amdkv eval` format): run j's
   turn t is the t-th sample of the j-th run, fenced as a Python program;
-- a records folder of an earlier `amdkv gen` run: sample j's turn t is that trajectory's reply
+- a record store (or an earlier `amdkv gen` run folder, whose store is `records/`): sample j's
+  turn t is that trajectory's reply
   (with its reasoning), verbatim;
 - a dataset folder (`load_dataset`): rows with `task_id` and `turns` (the `trajectories`
   config) or `task_id` and a program column (`code`, `candidate`, `source`, `completion`).
@@ -26,6 +27,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from amdkv.data.records import TRAJECTORY
+from amdkv.data.store import open_store, store_path
 from amdkv.errors import BadInputError
 from amdkv.gen.llm import ClientStats, Message, Reply, ReplayExhausted, RequestContext, SamplingParams
 
@@ -67,7 +70,7 @@ class StoredReplay(_ReplayBase):
         path = Path(path)
         if path.is_file():
             runs = _runs_from_samples_file(path)
-        elif path.is_dir() and any(path.glob("gen-records.jsonl")):
+        elif path.is_dir() and store_path(path) is not None:
             runs = _runs_from_records(path)
         elif path.is_dir():
             runs = _runs_from_dataset(path)
@@ -119,10 +122,8 @@ def _runs_from_samples_file(path: Path) -> dict[str, list[list[Reply]]]:
 
 
 def _runs_from_records(path: Path) -> dict[str, list[list[Reply]]]:
-    from amdkv.gen.records import TRAJECTORY, iter_records
-
     by_task: dict[str, list[tuple[int, list[Reply]]]] = {}
-    for rec in iter_records(path, TRAJECTORY):
+    for rec in open_store(path).dicts(TRAJECTORY):
         traj = rec["trajectory"]
         replies = [Reply(content=t["reply"], reasoning_content=t.get("reasoning"), finish_reason=t.get("finish_reason"))
                    for t in traj["turns"]]

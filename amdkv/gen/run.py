@@ -8,7 +8,8 @@ The run folder:
 
     OUT/manifest.json   what decides the trajectories (model, agent, prompt config, sampling,
                         budgets) and its hash, the run key; every invocation appended
-    OUT/records/        finished trajectories, one record each (for `amdkv build`)
+    OUT/records/        finished trajectories, one `trajectory` record each, in a record store
+                        (amdkv.data.store; `amdkv build --records OUT` reads it)
     OUT/requests/       the request cache (amdkv/gen/request_cache.py)
     OUT/samples.jsonl   every turn's program per task with `turns` (for `amdkv eval`)
     OUT/summary.json    the last invocation's summary and the totals over the folder
@@ -33,10 +34,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from amdkv.config import VerifierConfig
+from amdkv.data.records import TRAJECTORY, Record, work_key
+from amdkv.data.store import RecordStore
 from amdkv.errors import BadInputError, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_OK
 from amdkv.gen.agent import AgentConfig, agent_for
 from amdkv.gen.pipeline import GenPipeline, PipelineResult, PipelineSettings
-from amdkv.gen.records import TRAJECTORY, open_records, work_key
 from amdkv.gen.retry import RetryPolicy
 from amdkv.gen.rundir import open_manifest, write_json
 
@@ -117,7 +119,7 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
         "tasks": settings.tasks, "task_ids": list(settings.task_ids), "samples": settings.agent.samples,
         "llm": settings.llm, "base_url": settings.base_url, "replay_from": settings.replay_from,
         "script": settings.script, "verifier_url": settings.verifier_url, "device": settings.verifier.device})
-    records = open_records(out / "records")
+    records = RecordStore(out / "records")
     agent = agent_for(settings.agent, model=settings.model_name, run_key=run_key)
     own_client = client is None
     client = client or build_client(settings, tasks)
@@ -134,7 +136,8 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
                 total = sum(len(s) for _, s, _ in work)
                 with _Progress(total, settings, enabled=progress) as bar:
                     pipeline = GenPipeline(agent, client, verifier,
-                                           record=lambda traj, task, origin: records.append_trajectory(traj, task, origin),
+                                           record=lambda traj, task, origin: records.append(
+                                               Record.from_trajectory(traj, task, origin=origin), once_per_work_key=True),
                                            settings=settings.pipeline, on_event=bar.event,
                                            functional_verifier=functional_verifier)
                     result = pipeline.run(work)
@@ -144,8 +147,8 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
                 if own_functional:
                     functional_verifier.close()
         platform = getattr(getattr(verifier, "platform", None), "name", None)
-        write_samples_file(out / "samples.jsonl", records.records(TRAJECTORY), run_key)
-        summary = build_summary(settings, run_key, tasks, records.records(TRAJECTORY), result, client.stats.to_dict(),
+        write_samples_file(out / "samples.jsonl", records.dicts(TRAJECTORY), run_key)
+        summary = build_summary(settings, run_key, tasks, records.dicts(TRAJECTORY), result, client.stats.to_dict(),
                                 skipped, time.monotonic() - started, platform)
         write_json(out / "summary.json", summary)
     finally:

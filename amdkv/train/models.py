@@ -45,14 +45,14 @@ def load_model(model_args: Any, trl_args: Any, tiny_model: str | None) -> tuple[
                             hint="set model_name_or_path (e.g. Qwen/Qwen3-8B) or amdkv.tiny_model: unit")
     from transformers import AutoTokenizer
 
+    init = dict(trl_args.model_init_kwargs or {})
+    # TRL 1.16's ModelConfig has no trust_remote_code: it is a model_init_kwargs entry (default off)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision,
-                                              trust_remote_code=model_args.trust_remote_code)
+                                              trust_remote_code=bool(init.get("trust_remote_code", False)))
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    init = dict(trl_args.model_init_kwargs or {})
     init.setdefault("revision", model_args.model_revision)
-    init.setdefault("trust_remote_code", model_args.trust_remote_code)
     if model_args.dtype is not None:
         init.setdefault("dtype", model_args.dtype)
     if model_args.attn_implementation is not None:

@@ -21,12 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
+from amdkv.data.records import ROCM_QA, Record
+from amdkv.data.store import RecordStore
 from amdkv.errors import BadInputError, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_OK
 from amdkv.gen.llm import ClientConfigError, SamplingParams
 from amdkv.gen.qa.chunker import DEFAULT_MAX_LINES, Chunk, chunk_file, iter_source_files
 from amdkv.gen.qa.grounding import DEFAULT_MAX_SPAN, SourceTree, check_pair, open_tree
 from amdkv.gen.qa.pairs import QA_GEN_PROMPT_VERSION, Deduplicator, parse_pairs, qa_request
-from amdkv.gen.records import ROCM_QA, open_records
 from amdkv.gen.retry import RetryPolicy
 from amdkv.gen.rundir import open_manifest, write_json
 from amdkv.reports.jsonl import JsonlAppender
@@ -127,10 +128,10 @@ def run_qa(settings: QASettings, *, client: Any = None, progress: bool = True) -
                                             "commits": {t.library: t.commit for t in trees},
                                             "llm": settings.llm, "base_url": settings.base_url,
                                             "max_chunks": settings.max_chunks})
-    records = open_records(out / "records")
+    records = RecordStore(out / "records")
     done = _done_chunks(out / PROGRESS, run_key)
     dedup = Deduplicator()
-    for rec in records.records(ROCM_QA):
+    for rec in records.dicts(ROCM_QA):
         if rec["origin"].get("run") == run_key:
             dedup.seen(rec["qa"]["question"], rec["qa"]["answer"], rec["qa"]["grounding"]["identifiers"])
     todo = [(tree, c) for tree, chunks, _ in per_tree for c in spread(chunks, settings.max_chunks)
@@ -177,7 +178,7 @@ def run_qa(settings: QASettings, *, client: Any = None, progress: bool = True) -
         records.close()
         if own_client:
             client.close()
-    kept_total = sum(1 for r in open_records(out / "records").records(ROCM_QA) if r["origin"].get("run") == run_key)
+    kept_total = sum(1 for r in records.dicts(ROCM_QA) if r["origin"].get("run") == run_key)
     summary = {"run": {"run_key": run_key, "model": settings.model_name, "prompt_version": QA_GEN_PROMPT_VERSION,
                        "out": str(out), "trees": [{"library": t.library, "commit": t.commit, "licence": t.licence,
                                                    "provenance": t.provenance} for t in trees]},
@@ -231,7 +232,8 @@ def _judge(tree: SourceTree, chunk: Chunk, reply: str, settings: QASettings, ded
               "grounding": {**g.to_dict(), "chunk": chunk.chunk_id, "chunk_name": chunk.name,
                             "prompt_version": QA_GEN_PROMPT_VERSION}}
         origin = {"run": run_key, "model": settings.model_name, "chunk": chunk.chunk_id, "pair": i}
-        records.append_qa(qa, origin, licence=tree.licence, provenance=tree.provenance)
+        records.append(Record.from_qa(**qa, origin=origin, licence=tree.licence, provenance=tree.provenance),
+                       once_per_work_key=True)
         counts["kept"] += 1
     return dict(counts)
 
