@@ -52,7 +52,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from amdkv.cluster import RAY_EXTRA_HINT
+from amdkv.cluster.options import RAY_EXTRA_HINT
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import AmdkvError, BadInputError, InfrastructureError
 from amdkv.verify.api import BaseVerifier, as_task, deadline_passed
