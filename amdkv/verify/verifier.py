@@ -40,7 +40,8 @@ from amdkv.verify.reference_cache import CaseFiles, case_key
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, RUNTIME_ERROR,
-                                  TIMEOUT, UNVERIFIABLE, ArchResources, CaseResult, Verdict, worst_status)
+                                  TIMEOUT, UNVERIFIABLE, ArchResources, CaseResult, Verdict, compiled_after,
+                                  worst_status)
 
 # Reasons that mean "the candidate file is not a candidate at all" (the CLI exits 2 on these).
 BAD_INPUT_REASONS = frozenset({"no_model_new", "signature_mismatch", "unreadable_candidate"})
@@ -535,7 +536,7 @@ class Verifier(LocalVerifier):
                                      + "\n".join(report["file_violations"][:10]))
         err = report.get("error")
         if err:
-            v.compiled = err["status"] != COMPILE_ERROR
+            v.compiled = compiled_after(err["status"])
             return self._finish(v, err["status"], err["reason"], diag=f"{err['type']}: {err['message']}\n{err['traceback']}")
         if "load_error" in report or outputs is None:
             return self._finish(v, HACK_DETECTED, "unloadable_outputs",
@@ -557,7 +558,7 @@ class Verifier(LocalVerifier):
                 cres.status, cres.reason, cres.message = e["status"], e["reason"], f"{e['type']}: {e['message']}"
                 statuses.append(e["status"])
                 v.diagnostics += f"\n[{case.name}] {e['type']}: {e['message']}\n{e['traceback']}"
-                if e["status"] == COMPILE_ERROR:
+                if not compiled_after(e["status"]):
                     v.compiled = False
                 continue
             status, reason, message = self._case_runtime_findings(crep)
