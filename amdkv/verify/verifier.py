@@ -21,7 +21,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import InfrastructureError
@@ -233,7 +233,7 @@ class Verifier(LocalVerifier):
         source = candidate.source
         blocked = self._unverifiable_here(task)
         if blocked:
-            return self._finish(v, UNVERIFIABLE, blocked[0], diag=blocked[1])
+            return self.finish(v, UNVERIFIABLE, blocked[0], diag=blocked[1])
         if lang == "hip":
             return self._verify_hip(v, task, cand_path, source)
         # 1. static checks
@@ -250,21 +250,16 @@ class Verifier(LocalVerifier):
                 diag = (f"the Triton CPU interpreter cannot judge this ({', '.join(sorted(set(unsupported)))}); "
                         "verify on a GPU platform")
                 if not self.archs:
-                    return self._finish(v, UNVERIFIABLE, unsupported[0], diag=diag)
+                    return self.finish(v, UNVERIFIABLE, unsupported[0], diag=diag)
                 # With AMD targets asked for, still run it under the interpreter: its numbers mean
                 # nothing, but its launches give the signatures the AMD compile needs.
                 unjudgeable = unsupported[0]
                 v.diagnostics += "\n" + diag + " (run only to capture kernels for the AMD compile)"
         # 3 + 4. reference (cached or computed) in parallel with the candidate's spare starting
-        cases = self._select_cases(task)
-        if not cases:
-            return self._finish(v, UNVERIFIABLE, "no_cases_for_platform",
-                                diag=f"task {task.id} has no cases this platform runs")
-        spare = self._take_spare(v)
-        try:
-            t0 = time.monotonic()
-            refs = self._references(task, cases)
-            v.timings["reference_s"] = round(time.monotonic() - t0, 3)
+
+        def bf16_references(refs: dict[str, dict[str, Any]]) -> bool:
+            """True when the interpreter cannot judge these references' bfloat16 (verdict decided)."""
+            nonlocal unjudgeable
             if self.platform.interpreter and unjudgeable is None:
                 bf16 = [c for c, r in refs.items() if "bfloat16" in r["report"]["input_dtypes"]
                         + r["report"]["output_dtypes"]]
@@ -272,18 +267,18 @@ class Verifier(LocalVerifier):
                     diag = (f"case(s) {bf16} use bfloat16, which the Triton interpreter computes wrongly; "
                             "verify on a GPU platform")
                     if not self.archs:
-                        return self._finish(v, UNVERIFIABLE, "bf16_on_interpreter", diag=diag)
+                        self.finish(v, UNVERIFIABLE, "bf16_on_interpreter", diag=diag)
+                        return True
                     unjudgeable = "bf16_on_interpreter"
                     v.diagnostics += "\n" + diag + " (run only to capture kernels for the AMD compile)"
-            t0 = time.monotonic()
-            spec = program_spec(task)
-            extra = {"trusted_code": {"from_line": trusted_first_line(spec, source)}} if spec else None
-            report, outputs, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra)
-            v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
-        finally:
-            spare.cleanup()
+            return False
+
+        spec = program_spec(task)
+        extra = {"trusted_code": {"from_line": trusted_first_line(spec, source)}} if spec else None
         # 5. judge
-        self._judge(v, task, cases, refs, report, outputs, proc)
+        judged, report = self.run_and_judge(v, task, cand_path, extra, bf16_references)
+        if not judged:
+            return None
         if unjudgeable and v.status not in (HACK_DETECTED, COMPILE_ERROR, INFRA_ERROR):
             # Cheating and unbuildable code are facts on any platform; numbers here are not.
             v.status, v.reason, v.correct, v.interpreter_verified = UNVERIFIABLE, unjudgeable, None, False
@@ -291,6 +286,33 @@ class Verifier(LocalVerifier):
         # 6. AMD compiles of captured kernels
         if self.archs and v.status in (OK, MISMATCH, UNVERIFIABLE) and report and report.get("captures"):
             self._amd_compile(v, cand_path, report["captures"])
+
+    def run_and_judge(self, v: Verdict, task: Task, cand_path: Path, extra_job: dict[str, Any] | None = None,
+                      check_references: Callable[[dict[str, dict[str, Any]]], bool] | None = None,
+                      ) -> tuple[bool, dict | None]:
+        """The run-and-judge path every language shares (backend_api.RunAndJudge): the cases this
+        platform runs, their references (cached or computed) while a spare worker is taken, one run
+        of the candidate (`extra_job`: what the backend hands the worker), then judging. Returns
+        `(judged, report)`; judged is False when the verdict was decided before the candidate ran
+        (no cases here, or `check_references(refs)` returned True after deciding it)."""
+        cases = self._select_cases(task)
+        if not cases:
+            self.finish(v, UNVERIFIABLE, "no_cases_for_platform", diag=f"task {task.id} has no cases this platform runs")
+            return False, None
+        spare = self._take_spare(v)
+        try:
+            t0 = time.monotonic()
+            refs = self._references(task, cases)
+            v.timings["reference_s"] = round(time.monotonic() - t0, 3)
+            if check_references is not None and check_references(refs):
+                return False, None
+            t0 = time.monotonic()
+            report, outputs, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra_job)
+            v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+        finally:
+            spare.cleanup()
+        self._judge(v, task, cases, refs, report, outputs, proc)
+        return True, report
 
     def static_gate(self, v: Verdict, task: Task, source: str, language: str, label: str) -> bool:
         """Static checks of the candidate's own text (every language); True when they decided the
@@ -302,21 +324,21 @@ class Verifier(LocalVerifier):
                                               extra_imports=allowed_imports(spec))
         v.timings["static_s"] = round(time.monotonic() - t0, 3)
         if any(f.code == static_checks.SYNTAX_ERROR for f in findings):
-            self._finish(v, COMPILE_ERROR, "syntax_error", compiled=False, diag="\n".join(map(str, findings)))
+            self.finish(v, COMPILE_ERROR, "syntax_error", compiled=False, diag="\n".join(map(str, findings)))
             return True
         if spec is not None:
             findings += program_findings(spec, source)
         elif not static_checks.has_model_new(source):
-            self._finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
-                         diag=f"{label} defines no top-level class `ModelNew`")
+            self.finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
+                        diag=f"{label} defines no top-level class `ModelNew`")
             return True
         else:
             want = static_checks.forward_parameters(task.source, "Model")
             got = static_checks.forward_parameters(source, "ModelNew")
             if want is not None and got is not None and "*" not in got and len(want) != len(got):
-                self._finish(v, COMPILE_ERROR, "signature_mismatch", compiled=False,
-                             diag=f"ModelNew.forward takes {len(got)} argument(s) {got}; the task's "
-                                  f"Model.forward takes {len(want)} {want}")
+                self.finish(v, COMPILE_ERROR, "signature_mismatch", compiled=False,
+                            diag=f"ModelNew.forward takes {len(got)} argument(s) {got}; the task's "
+                                 f"Model.forward takes {len(want)} {want}")
                 return True
         exempt = POLICY_EXEMPT_STATIC[self.config.policy]
         if self.config.unsafe_skip_static_checks:  # test only: what the OS sandbox stops on its own
@@ -324,7 +346,7 @@ class Verifier(LocalVerifier):
         findings = [f for f in findings if exempt is not None and f.code not in exempt]
         if findings:
             v.hack_findings = [str(f) for f in findings]
-            self._finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
+            self.finish(v, HACK_DETECTED, findings[0].code, diag="\n".join(map(str, findings)))
             return True
         return False
 
@@ -486,8 +508,10 @@ class Verifier(LocalVerifier):
         return report, outputs, proc
 
     # ---------------------------------------------------------------------------- judging
-    def _finish(self, v: Verdict, status: str, reason: str | None, *, compiled: bool | None = None,
-                diag: str = "") -> None:
+    def finish(self, v: Verdict, status: str, reason: str | None, *, compiled: bool | None = None,
+               diag: str = "") -> None:
+        """Decide the verdict (backend_api.RunAndJudge): status and reason, `correct` from the
+        status, `compiled` when the caller knows it, `diag` appended to the diagnostics."""
         v.status, v.reason = status, reason
         if compiled is not None:
             v.compiled = compiled
@@ -520,27 +544,27 @@ class Verifier(LocalVerifier):
             v.diagnostics += f"\n[candidate stderr]\n{proc.stderr[-3000:]}" if proc.stderr.strip() else ""
         if proc.timed_out:
             reason = "interpreter_timeout" if self.platform.interpreter else "wall_timeout"
-            return self._finish(v, TIMEOUT, reason, diag=f"the candidate did not finish within {self.timeout:.0f} s")
+            return self.finish(v, TIMEOUT, reason, diag=f"the candidate did not finish within {self.timeout:.0f} s")
         if report is None:
             sig = proc.signal_name
             reason = f"crashed:{sig}" if sig else ("process_exited" if proc.returncode == 0 else f"exit_code:{proc.returncode}")
-            return self._finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "
-                                f"({sig or 'rc ' + str(proc.returncode)}) before reporting")
+            return self.finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "
+                               f"({sig or 'rc ' + str(proc.returncode)}) before reporting")
         if report.get("fatal"):
             raise InfrastructureError(f"worker failed: {report['error_type']}: {report['error']}\n"
                                       f"{report.get('traceback', '')}")
         if report.get("file_violations"):
             v.hack_findings += [f"sandbox: {x}" for x in report["file_violations"]]
-            return self._finish(v, HACK_DETECTED, "sandbox_violation",
-                                diag="the candidate tried to open files or processes it was not given:\n"
-                                     + "\n".join(report["file_violations"][:10]))
+            return self.finish(v, HACK_DETECTED, "sandbox_violation",
+                               diag="the candidate tried to open files or processes it was not given:\n"
+                                    + "\n".join(report["file_violations"][:10]))
         err = report.get("error")
         if err:
             v.compiled = compiled_after(err["status"])
-            return self._finish(v, err["status"], err["reason"], diag=f"{err['type']}: {err['message']}\n{err['traceback']}")
+            return self.finish(v, err["status"], err["reason"], diag=f"{err['type']}: {err['message']}\n{err['traceback']}")
         if "load_error" in report or outputs is None:
-            return self._finish(v, HACK_DETECTED, "unloadable_outputs",
-                                diag=f"the outputs are not plain tensors: {report.get('load_error')}")
+            return self.finish(v, HACK_DETECTED, "unloadable_outputs",
+                               diag=f"the outputs are not plain tensors: {report.get('load_error')}")
         v.compiled = True
         statuses = []
         for case in cases:
@@ -746,7 +770,7 @@ class Verifier(LocalVerifier):
         try:
             from amdkv.verify.backends import hip as hip_backend
         except ImportError as exc:
-            return self._finish(v, UNVERIFIABLE, "hip_backend_unavailable", diag=str(exc))
+            return self.finish(v, UNVERIFIABLE, "hip_backend_unavailable", diag=str(exc))
         fields = hip_backend.verify_hip_compile_only(task.path, str(cand_path), archs=self.archs or ("gfx942",),
                                                      start=self.config.spare_start, sandbox=self.config.sandbox)
         for key, value in fields.items():
