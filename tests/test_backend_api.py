@@ -25,7 +25,7 @@ def _protocol_members() -> set[str]:
 def test_verifier_provides_the_whole_protocol():
     members = _protocol_members()
     assert {"finish", "run_and_judge", "static_gate", "timeout", "archs", "platform", "config"} <= members
-    init_source = inspect.getsource(Verifier.__init__) + inspect.getsource(Verifier.__mro__[1])
+    init_source = "".join(inspect.getsource(cls) for cls in Verifier.__mro__ if cls.__module__.startswith("amdkv."))
     for name in sorted(members):
         assert hasattr(Verifier, name) or f"self.{name} =" in init_source, f"Verifier lacks {name!r}"
     for name in ("finish", "run_and_judge", "static_gate"):
