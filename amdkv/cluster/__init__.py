@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-RAY_EXTRA_HINT = 'install it with: pip install "amdkv[ray]" (Ray 2.60 on every node of the cluster)'
+from amdkv.cluster.options import RAY_EXTRA_HINT
 
 
 def open_run_verifier(config: Any, *, ray_address: str | None = None, platform: Any = None) -> Any:

@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 import click
 
+RAY_EXTRA_HINT = 'install it with: pip install "amdkv[ray]" (Ray 2.60 on every node of the cluster)'
+
 RAY_HELP = ("verify on a Ray cluster, one verification actor per node (docs/ray.md): --ray alone or "
             "--ray auto joins the cluster this machine is part of (`ray start`), --ray HOST:PORT a given one, "
             "--ray local starts a one-machine cluster; --device/--jobs/--trials/--timeout then apply on every node")

@@ -52,13 +52,13 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from amdkv.cluster import RAY_EXTRA_HINT
+from amdkv.cluster.options import RAY_EXTRA_HINT
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import AmdkvError, BadInputError, InfrastructureError
 from amdkv.verify.api import BaseVerifier, as_task, deadline_passed
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
-from amdkv.verify.verdict import INFRA_ERROR, Verdict
+from amdkv.verify.verdict import Verdict, infra_error_verdict
 
 STARTUP_TIMEOUT_S = 300.0   # an actor imports torch and starts its verifier's fork server
 
@@ -387,11 +387,10 @@ class RayVerifier(BaseVerifier):
         item.future.set_result(verdict)
 
     def _infra(self, item: _Item, message: str, reason: str) -> Verdict:
-        return Verdict(status=INFRA_ERROR, reason=reason, task_id=item.shipped.id,
-                       language=None if item.candidate.language == "auto" else item.candidate.language,
-                       platform=self.platform.name if hasattr(self, "platform") else None,
-                       device=getattr(self, "device_description", None), diagnostics=message,
-                       candidate_sha256=item.candidate.sha256).enforce_invariants()
+        return infra_error_verdict(reason, message, task_id=item.shipped.id, language=item.candidate.language,
+                                   platform=self.platform.name if hasattr(self, "platform") else None,
+                                   device=getattr(self, "device_description", None),
+                                   candidate_sha256=item.candidate.sha256)
 
     def _shutdown(self) -> None:
         for n in getattr(self, "_nodes", []):

@@ -41,7 +41,7 @@ from amdkv.serve.protocol import HEALTH_PATH, PROTOCOL, PROTOCOL_MAJOR, TOKEN_EN
 from amdkv.verify.api import BaseVerifier, as_task
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
-from amdkv.verify.verdict import INFRA_ERROR, Verdict
+from amdkv.verify.verdict import Verdict, infra_error_verdict
 
 RETRY_STATUSES = (500, 502, 503)
 MAX_BACKOFF_S = 10.0
@@ -217,9 +217,8 @@ class RemoteVerifier(BaseVerifier):
         return verdict
 
     def _infra(self, p: _Prepared, message: str, reason: str) -> Verdict:
-        return Verdict(status=INFRA_ERROR, reason=reason, task_id=p.task.task_id, platform=self.platform.name,
-                       device=self.device_description, diagnostics=message,
-                       candidate_sha256=p.candidate.sha256).enforce_invariants()
+        return infra_error_verdict(reason, message, task_id=p.task.task_id, platform=self.platform.name,
+                                   device=self.device_description, candidate_sha256=p.candidate.sha256)
 
     def _health(self) -> dict[str, Any]:
         import httpx

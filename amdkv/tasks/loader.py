@@ -155,7 +155,7 @@ def _builtin_version(path: Path) -> dict[str, str]:
 
     if builtin.BUILTIN_ROOT not in path.parents or builtin.SOLUTIONS_ROOT in path.parents:
         return {}
-    from amdkv.tasks.suites import builtin_suite_version
+    from amdkv.tasks.versions import builtin_suite_version
 
     return {"suite_version": builtin_suite_version()}
 

@@ -7,8 +7,6 @@ split (DESIGN.md section 4: eval tasks are never trained on). Filters narrow a l
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from pathlib import Path
 from typing import Iterable
 
@@ -16,6 +14,7 @@ from amdkv.errors import BadInputError
 from amdkv.tasks import builtin
 from amdkv.tasks.loader import load_task, load_task_dir
 from amdkv.tasks.types import Task
+from amdkv.tasks.versions import builtin_suite_version, suite_version  # noqa: F401  - re-exported
 
 SPLITS = ("train", "eval")
 
@@ -26,13 +25,6 @@ def load_builtin(suite: str | None = None) -> list[Task]:
         tasks.append(load_task(path, suite=path.parent.name))
     _assign_splits(tasks)
     return tasks
-
-
-@functools.lru_cache(maxsize=1)
-def builtin_suite_version() -> str:
-    """Version of the whole bundle (recorded in every verdict on a bundled task): the same
-    whichever subset was loaded, and different as soon as any bundled task changes."""
-    return suite_version([Task(id=p.stem, path=str(p), source=p.read_text()) for p in builtin.task_files()])
 
 
 def _assign_splits(tasks: list[Task]) -> None:
@@ -102,11 +94,3 @@ def filter_tasks(tasks: Iterable[Task], *, suite: str | None = None, split: str 
             continue
         out.append(t)
     return out
-
-
-def suite_version(tasks: Iterable[Task]) -> str:
-    """Changes whenever any task's source changes (recorded in verdicts and datasets)."""
-    h = hashlib.sha256()
-    for t in sorted(tasks, key=lambda t: t.id):
-        h.update(f"{t.id}:{t.source_hash}\n".encode())
-    return h.hexdigest()[:12]

@@ -36,7 +36,8 @@ from typing import Any, Callable, Mapping, Sequence
 from amdkv.errors import BadInputError, InfrastructureError
 from amdkv.prompts.extract import Extraction, extract_code
 from amdkv.train.distributed import all_reduce_sum, process_index
-from amdkv.verify.verdict import (HACK_DETECTED, INFRA_ERROR, OK, STATUSES, UNVERIFIABLE, Verdict)
+from amdkv.verify.verdict import (HACK_DETECTED, INFRA_ERROR, OK, STATUSES, UNVERIFIABLE, Verdict,
+                                  infra_error_verdict)
 
 EXTRACTION_FAILED = "no_program"      # the status counted for a reply without a program
 REWARD_PARTS = ("format", "compiled", "correct", "speed")
@@ -219,7 +220,7 @@ def _result(fut: Future | BaseException, task: Any, timeout_s: float | None) -> 
 
 def _infra(task: Any, exc: BaseException) -> Verdict:
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return Verdict(status=INFRA_ERROR, reason="verifier_failed", task_id=getattr(task, "id", None), diagnostics=text)
+    return infra_error_verdict("verifier_failed", text, task_id=getattr(task, "id", None))
 
 
 # ------------------------------------------------------------------------------------------ the reward

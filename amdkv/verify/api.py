@@ -35,7 +35,7 @@ from amdkv.config import VerifierConfig
 from amdkv.errors import AmdkvError, BadInputError
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
-from amdkv.verify.verdict import INFRA_ERROR, Verdict
+from amdkv.verify.verdict import INFRA_ERROR, Verdict, infra_error_verdict
 from amdkv.verify.verdict_cache import VerdictCache, verdict_key, verifier_identity
 
 TaskArg = Any          # a `amdkv.tasks.types.Task` or the path of a task file
@@ -242,11 +242,10 @@ class LocalVerifier(BaseVerifier):
         text = exc if isinstance(exc, str) else (
             str(exc) if isinstance(exc, AmdkvError) else
             f"{type(exc).__name__}: {exc}\n{''.join(traceback.format_exception(exc))[-3000:]}")
-        verdict = Verdict(status=INFRA_ERROR, reason=reason, task_id=getattr(task, "id", None),
-                          language=None if candidate is None or candidate.language == "auto" else candidate.language,
-                          platform=self.platform.name, device=self.device_description, diagnostics=text.strip(),
-                          candidate_sha256=candidate.sha256 if candidate is not None else None)
-        return verdict.enforce_invariants()
+        return infra_error_verdict(reason, text.strip(), task_id=getattr(task, "id", None),
+                                   language=None if candidate is None else candidate.language,
+                                   platform=self.platform.name, device=self.device_description,
+                                   candidate_sha256=candidate.sha256 if candidate is not None else None)
 
     @contextlib.contextmanager
     def candidate_file(self, candidate: Candidate, program: str | None = None):

@@ -7,7 +7,6 @@ processes) never outlive the verdict.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import resource
 import signal
@@ -15,24 +14,8 @@ import subprocess
 import time
 from typing import Any, Mapping, Sequence
 
-
-@dataclasses.dataclass
-class ProcessResult:
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
-    wall_s: float
-
-    @property
-    def signal_name(self) -> str | None:
-        """Name of the signal that killed the process (e.g. SIGSEGV), if one did."""
-        if self.returncode is not None and self.returncode < 0:
-            try:
-                return signal.Signals(-self.returncode).name
-            except ValueError:
-                return f"signal {-self.returncode}"
-        return None
+# Re-exported: callers import them from here (the process primitives' home before child_process.py).
+from amdkv.verify.child_process import ProcessResult, package_root, with_package_on_path  # noqa: F401
 
 
 def memory_cap_preexec(max_address_space_bytes: int | None):
@@ -79,23 +62,6 @@ def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] |
     finally:
         kill_group(proc)  # grandchildren left behind die with the group
     return ProcessResult(proc.returncode, out or "", err or "", timed_out, time.monotonic() - start)
-
-
-def package_root() -> str:
-    """The folder that holds the `amdkv` package, so every worker imports the same code."""
-    from pathlib import Path
-
-    import amdkv
-
-    return str(Path(amdkv.__file__).resolve().parent.parent)
-
-
-def with_package_on_path(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of `env` whose PYTHONPATH starts with package_root()."""
-    out = dict(env)
-    rest = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
-    out["PYTHONPATH"] = os.pathsep.join([package_root()] + rest)
-    return out
 
 
 def python_module_argv(module: str, args: Sequence[str] = (), sandbox: Any = None) -> list[str]:

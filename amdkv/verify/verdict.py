@@ -142,11 +142,29 @@ class Verdict:
             self.correct = False
         else:
             self.correct = None
-        if self.status == COMPILE_ERROR:
+        if not compiled_after(self.status):
             self.compiled = False
         if self.status != OK:
             self.interpreter_verified = False
         return self
+
+
+def compiled_after(status: str) -> bool:
+    """The one rule for `compiled` once the candidate's code was built or imported and then failed or
+    passed with `status`: it compiled unless the failure is a compile_error. (Whether a compile was
+    attempted at all is the caller's knowledge: `compiled` stays None when none was.)"""
+    return status != COMPILE_ERROR
+
+
+def infra_error_verdict(reason: str, diagnostics: str, *, task_id: str | None = None, language: str | None = None,
+                        platform: str | None = None, device: str | None = None,
+                        candidate_sha256: str | None = None) -> Verdict:
+    """The one way any verifier (local, HTTP client, Ray, the RL reward) reports its own failure:
+    `infra_error` with a `reason` code, never a candidate fault. `language` "auto" (not yet
+    detected) is recorded as None."""
+    return Verdict(status=INFRA_ERROR, reason=reason, task_id=task_id,
+                   language=None if language == "auto" else language, platform=platform, device=device,
+                   diagnostics=diagnostics, candidate_sha256=candidate_sha256).enforce_invariants()
 
 
 def worst_status(statuses: list[str]) -> str:

@@ -1,6 +1,7 @@
 """HIP candidates on a GPU platform (cuda through the compatibility layer, rocm natively).
 
-Called by `Verifier._verify_hip` on GPU platforms. Steps:
+Called by `Verifier._verify_hip` on GPU platforms; uses the verifier only through its public
+`backend_api.RunAndJudge` surface (the same static gate and run-and-judge path as Triton). Steps:
  1. static AST checks of the Python file (as for Triton; HIP may import torch.utils.cpp_extension);
  2. capture the `load_inline`/`load` calls in a sandboxed process (backends/hip.py);
  3. on `cuda`: the semantics guard (backends/hip_semantics.py) -> `unverifiable` for wave64-dependent,
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from amdkv.errors import InfrastructureError
+from amdkv.verify.backend_api import RunAndJudge
 from amdkv.verify.verdict import COMPILE_ERROR, TIMEOUT, UNVERIFIABLE, ArchResources
 
 _TOOLCHAINS: dict[str, Any] = {}
@@ -31,7 +33,7 @@ def _toolchain(platform: str) -> Any:
     return _TOOLCHAINS[platform]
 
 
-def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path, source: str) -> None:
+def verify_hip_on_gpu(verifier: RunAndJudge, v: Any, task: Any, cand_path: Path, source: str) -> None:
     """Fill verdict `v` for HIP candidate `cand_path` (text `source`) on the verifier's GPU platform."""
     from amdkv.verify.backends import hip as hip_backend
     from amdkv.verify.backends import hip_semantics
@@ -47,23 +49,23 @@ def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path, source:
     v.timings["hip_capture_s"] = round(time.monotonic() - t0, 3)
     if cap.get("worker_error"):
         timed_out = "timed out" in cap["worker_error"]
-        return verifier._finish(v, TIMEOUT if timed_out else COMPILE_ERROR,
-                                "wall_timeout" if timed_out else "candidate_import_error",
-                                compiled=False, diag=cap["worker_error"])
+        return verifier.finish(v, TIMEOUT if timed_out else COMPILE_ERROR,
+                               "wall_timeout" if timed_out else "candidate_import_error",
+                               compiled=False, diag=cap["worker_error"])
     captures = cap["captures"]
     if not captures:
         if cap.get("import_error"):
-            return verifier._finish(v, COMPILE_ERROR, "candidate_import_error", compiled=False,
-                                    diag="importing the candidate failed:\n" + cap["import_error"])
-        return verifier._finish(v, COMPILE_ERROR, "no_hip_sources", compiled=False,
-                                diag="no load_inline/load call was captured: HIP candidates build their kernels "
-                                     "with torch.utils.cpp_extension.load_inline at import or in __init__")
+            return verifier.finish(v, COMPILE_ERROR, "candidate_import_error", compiled=False,
+                                   diag="importing the candidate failed:\n" + cap["import_error"])
+        return verifier.finish(v, COMPILE_ERROR, "no_hip_sources", compiled=False,
+                               diag="no load_inline/load call was captured: HIP candidates build their kernels "
+                                    "with torch.utils.cpp_extension.load_inline at import or in __init__")
     if platform == "cuda":
         sem = hip_semantics.analyse_captures(captures)
         if sem:
             v.diagnostics += "\n" + hip_semantics.explain(sem)
             v.hack_findings = []
-            return verifier._finish(v, UNVERIFIABLE, hip_semantics.verdict_reason(sem))
+            return verifier.finish(v, UNVERIFIABLE, hip_semantics.verdict_reason(sem))
     try:
         tc = _toolchain(platform)
     except InfrastructureError:
@@ -82,8 +84,8 @@ def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path, source:
             raise InfrastructureError(f"building HIP extension {failed[0].name!r} timed out",
                                       hint="the machine is overloaded; retry with fewer jobs")
         reason = "nvcc_error" if platform == "cuda" else "hipcc_error"
-        return verifier._finish(v, COMPILE_ERROR, reason, compiled=False,
-                                diag="\n\n".join(f"[{b.name}] {b.error}" for b in failed))
+        return verifier.finish(v, COMPILE_ERROR, reason, compiled=False,
+                               diag="\n\n".join(f"[{b.name}] {b.error}" for b in failed))
     _run_and_judge(verifier, v, task, cand_path, builds)
     if v.reason == "no_kernel_launch":
         v.diagnostics += "\n(HIP: forward never called a function of the candidate's extension)"
@@ -91,26 +93,12 @@ def verify_hip_on_gpu(verifier: Any, v: Any, task: Any, cand_path: Path, source:
         _amd_resources(verifier, v, captures)
 
 
-def _run_and_judge(verifier: Any, v: Any, task: Any, cand_path: Path, builds: list[Any]) -> None:
-    cases = verifier._select_cases(task)
-    if not cases:
-        return verifier._finish(v, UNVERIFIABLE, "no_cases_for_platform",
-                                diag=f"task {task.id} has no cases this platform runs")
+def _run_and_judge(verifier: RunAndJudge, v: Any, task: Any, cand_path: Path, builds: list[Any]) -> None:
     extra = {"hip_prebuilt": [{"name": b.name, "so_path": b.so_path, "module_name": b.module_name} for b in builds]}
-    spare = verifier._take_spare(v)
-    try:
-        t0 = time.monotonic()
-        refs = verifier._references(task, cases)
-        v.timings["reference_s"] = round(time.monotonic() - t0, 3)
-        t0 = time.monotonic()
-        report, outputs, proc = verifier._run_candidate(spare, task, cand_path, cases, refs, extra)
-        v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
-    finally:
-        spare.cleanup()
-    verifier._judge(v, task, cases, refs, report, outputs, proc)
+    verifier.run_and_judge(v, task, cand_path, extra)
 
 
-def _amd_resources(verifier: Any, v: Any, captures: list[dict[str, Any]]) -> None:
+def _amd_resources(verifier: RunAndJudge, v: Any, captures: list[dict[str, Any]]) -> None:
     """With `--arch`, also compile the sources for the AMD targets (resources only)."""
     try:
         from amdkv.verify.backends.hip import compile_units

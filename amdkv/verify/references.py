@@ -1,0 +1,141 @@
+"""Reference outputs of a task's cases: read from the reference cache, or computed once per
+(task, device, settings) in a reference worker while other candidates of that task wait.
+
+Moved out of verifier.py unchanged (issue 20: one module per job); `Verifier` gets these methods
+by inheriting `ReferencesMixin`, and `amdkv.verify.verifier` re-exports the module-level names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from amdkv.errors import InfrastructureError
+from amdkv.tasks.types import Task
+from amdkv.verify.gpu_specs import flush_bytes
+from amdkv.verify.pool import Spare
+from amdkv.verify.reference_cache import CaseFiles, case_key
+
+BASE_SEED = 1234
+INIT_SEED = 42
+
+
+class ReferenceFailed(InfrastructureError):
+    """The task's reference could not be computed. For tasks whose reference is a benchmark's own
+    kernel (`metadata["reference_failure"] == "unverifiable"`) that makes the task unverifiable on
+    this platform; for a PyTorch reference it stays a harness failure (infra_error)."""
+
+
+_REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
+# Reference computations that failed in this process, by the same key as the lock: the other
+# candidates of that task get the same answer without running the failing reference again.
+_REFERENCE_FAILURES: dict[tuple, str] = {}
+_REFERENCE_LOCKS_GUARD = threading.Lock()
+
+
+def _reference_lock(key: tuple) -> threading.Lock:
+    """One lock per (task, device, settings) in this process, shared by every Verifier in it."""
+    with _REFERENCE_LOCKS_GUARD:
+        return _REFERENCE_LOCKS.setdefault(key, threading.Lock())
+
+
+class ReferencesMixin:
+    """The reference half of `Verifier` (uses its `config`, `platform`, `trials`, `timeout`,
+    `time_performance`, `compile_baseline`, `_device_desc`, `_gpu_spec`, `reference_runs`)."""
+
+    def _trials_for(self, case: Any) -> int:
+        return self.trials if case.is_correctness else 1
+
+    def _references(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
+        """Reference files per case name, computing the missing ones in a reference worker.
+
+        Several candidates of one task are often verified at once (an eval's samples are adjacent):
+        they wait for one reference computation instead of each starting their own.
+        """
+        lock_key = (task.source_hash, self._device_desc, self.trials, self.time_performance, self.compile_baseline)
+        with _reference_lock(lock_key):
+            failed = _REFERENCE_FAILURES.get(lock_key)
+            if failed is not None:  # computed (and failed) for an earlier candidate of this task
+                raise ReferenceFailed(failed)
+            try:
+                return self._references_locked(task, cases)
+            except ReferenceFailed as exc:
+                # Only a benchmark's own reference kernel that cannot run on this platform is
+                # remembered; a PyTorch reference that failed (overload, a timeout) is retried by the
+                # next candidate, or a long-running service would refuse that task forever.
+                if task.metadata.get("reference_failure") == "unverifiable":
+                    _REFERENCE_FAILURES[lock_key] = str(exc)
+                raise
+
+    def _references_locked(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
+        refs: dict[str, dict[str, Any]] = {}
+        missing = []
+        for case in cases:
+            seeds = [BASE_SEED + i for i in range(self._trials_for(case))]
+            timed = self.time_performance and case.is_performance
+            key = case_key(task.source_hash, case.name, seeds, INIT_SEED, self._device_desc,
+                           timed and (self.compile_baseline or "eager-only"), True)
+            files = CaseFiles(key, self.config.cache_path)
+            refs[case.name] = {"files": files, "seeds": seeds, "timed": timed}
+            if files.complete():
+                refs[case.name]["report"] = files.read_report()
+            else:
+                missing.append(case)
+        if missing:
+            self.reference_runs += 1
+            self._compute_references(task, missing, refs)
+        return refs
+
+    def _compute_references(self, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]]) -> None:
+        # The reference runs only trusted code (the task, PyTorch, torch.compile): its compile caches
+        # are shared across reference workers so the torch.compile baseline of a task is not rebuilt
+        # from scratch by every process (candidate workers keep private caches, by design).
+        shared = self.config.cache_path / "compile-cache"
+        compile_env = {"TORCHINDUCTOR_CACHE_DIR": str(shared / "inductor"), "TRITON_CACHE_DIR": str(shared / "triton")}
+        jobs = []
+        for case in cases:
+            r = refs[case.name]
+            r["files"].dir.mkdir(parents=True, exist_ok=True)
+            tmp_dir = tempfile.mkdtemp(dir=r["files"].dir)
+            r["tmp"] = tmp_dir
+            jobs.append({"name": case.name, "seeds": r["seeds"], "init_seed": INIT_SEED,
+                         "inputs_file": os.path.join(tmp_dir, "inputs.pt"),
+                         "expected_file": os.path.join(tmp_dir, "expected.pt"),
+                         "golden": bool(task.metadata.get("golden", True)), "time": r["timed"],
+                         "flush_bytes": flush_bytes(self._gpu_spec),
+                         "compile_baseline": self.compile_baseline})
+        for folder in compile_env.values():
+            os.makedirs(folder, exist_ok=True)
+        # the reference worker reads its task's folder (trusted code: a task may import what lies beside
+        # it, as a benchmark task's program does) and writes only its cases' files and the shared caches
+        spare = Spare(self.platform, self.config, extra_env=compile_env, readable=[os.path.dirname(task.path)],
+                      writable=[refs[c.name]["tmp"] for c in cases] + list(compile_env.values()))
+        try:
+            report_path = os.path.join(spare.workdir, "reference_report.json")
+            job = {"kind": "reference", "task_path": task.path, "device": spare.device,
+                   "cases": jobs, "report_path": report_path}
+            proc = spare.run(job, timeout=max(self.timeout, 300.0))
+            if proc.timed_out or not os.path.isfile(report_path):
+                raise ReferenceFailed(
+                    f"the reference for task {task.id} failed (rc {proc.returncode}, "
+                    f"{'timed out' if proc.timed_out else 'no report'}): {proc.stderr[-1500:]}",
+                    hint="the task file itself is broken or the machine is overloaded")
+            report = json.loads(Path(report_path).read_text())
+            if report.get("fatal"):
+                raise ReferenceFailed(f"the reference for task {task.id} raised "
+                                          f"{report['error_type']}: {report['error']}\n{report['traceback']}",
+                                          hint="fix the task file (it is trusted code)")
+            for crep in report["cases"]:
+                r = refs[crep["name"]]
+                files: CaseFiles = r["files"]
+                os.replace(os.path.join(r["tmp"], "inputs.pt"), files.inputs)
+                os.replace(os.path.join(r["tmp"], "expected.pt"), files.expected)
+                os.rmdir(r["tmp"])
+                files.write_report(crep)
+                r["report"] = crep
+        finally:
+            spare.cleanup()

@@ -1,0 +1,67 @@
+"""No import cycle among amdkv's modules comes back (benchmarks/import_graph.py, stdlib `ast` only).
+
+Module-level imports must form no cycle: a cycle makes import order matter (a name read from a
+half-initialised module). Imports inside functions are allowed: they are the lazy-loading pattern
+the project uses for heavy dependencies (torch, triton, datasets, TRL) and for stages that load on
+use, and they run only after every module involved has finished importing. The lazy graph is
+checked too, because the cycles removed in issue 20 (tasks.loader <-> tasks.suites,
+verify.fork_server <-> verify.sandbox) ran through lazy imports; a new lazy cycle fails here with
+its edges listed, and can be allowed deliberately by adding it to LAZY_CYCLES_ALLOWED with a reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Lazy (in-function) cycles accepted on purpose: {frozenset(modules): why}. Empty today.
+LAZY_CYCLES_ALLOWED: dict[frozenset[str], str] = {}
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("amdkv_import_graph", ROOT / "benchmarks" / "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _describe(graph: dict[str, set[str]], found: list[list[str]]) -> str:
+    lines = []
+    for component in found:
+        members = set(component)
+        lines += [f"{a} -> {b}" for a in component for b in sorted(graph[a] & members)]
+    return "\n".join(lines)
+
+
+def test_no_cycle_among_module_level_imports():
+    tool = _tool()
+    graph = tool.build_graph(ROOT)
+    assert len(graph) > 100, "the tool found too few amdkv modules: is ROOT right?"
+    found = tool.cycles(graph)
+    assert found == [], "module-level import cycle(s):\n" + _describe(graph, found)
+
+
+def test_no_new_cycle_through_lazy_imports():
+    tool = _tool()
+    graph = tool.build_graph(ROOT, lazy=True)
+    found = [c for c in tool.cycles(graph) if frozenset(c) not in LAZY_CYCLES_ALLOWED]
+    assert found == [], "import cycle(s) through lazy imports:\n" + _describe(graph, found)
+
+
+def test_the_tool_finds_a_planted_cycle(tmp_path):
+    """The check can fail: a two-module package with a module-level cycle is reported, and the same
+    cycle through an import inside a function counts only in the lazy graph."""
+    tool = _tool()
+    pkg = tmp_path / "amdkv"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from amdkv import b\n")
+    (pkg / "b.py").write_text("import sys\nif sys:\n    from amdkv.a import x\n")
+    assert tool.cycles(tool.build_graph(tmp_path)) == [["amdkv.a", "amdkv.b"]]
+    (pkg / "b.py").write_text("def f():\n    from amdkv.a import x\n")
+    assert tool.cycles(tool.build_graph(tmp_path)) == []
+    assert tool.cycles(tool.build_graph(tmp_path, lazy=True)) == [["amdkv.a", "amdkv.b"]]
