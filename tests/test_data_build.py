@@ -22,8 +22,8 @@ from amdkv.data.synthetic import (make_corpus, make_program, make_qa_records, ma
 from amdkv.errors import BadInputError
 from amdkv.verify.candidate import Candidate
 
-pytest.importorskip("datasets")
-pytest.importorskip("datasketch")
+pytest.importorskip("datasets", reason="dataset builds need datasets (pip install 'amdkv[data]')")
+pytest.importorskip("datasketch", reason="near-duplicate removal needs datasketch (pip install 'amdkv[data]')")
 
 
 def _load(folder: Path, config: str | None = None):

@@ -16,7 +16,7 @@ from amdkv.data.scripts import load_config, main as run_script
 from amdkv.data.store import RecordStore
 from amdkv.data.synthetic import make_corpus
 
-pytest.importorskip("datasets")
+pytest.importorskip("datasets", reason="dataset builds need datasets (pip install 'amdkv[data]')")
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 

@@ -30,7 +30,7 @@ from amdkv.data.store import RecordStore
 from amdkv.data.synthetic import make_corpus
 from amdkv.errors import BadInputError
 
-pytest.importorskip("datasets")
+pytest.importorskip("datasets", reason="dataset builds need datasets (pip install 'amdkv[data]')")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hub_standin import HubStandIn  # noqa: E402

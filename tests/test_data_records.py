@@ -208,7 +208,7 @@ def test_record_layer_and_cli_import_light():
 
 
 def test_every_column_is_documented_for_the_card():
-    pytest.importorskip("datasets")
+    pytest.importorskip("datasets", reason="dataset builds need datasets (pip install 'amdkv[data]')")
     from amdkv.data.schemas import COLUMN_DOCS, SCHEMA_VERSIONS, features
 
     for kind in SCHEMA_VERSIONS:

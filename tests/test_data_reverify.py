@@ -19,7 +19,7 @@ from amdkv.data.reverify import reverify
 from amdkv.data.store import RecordStore
 from amdkv.errors import BadInputError
 
-pytest.importorskip("datasets")
+pytest.importorskip("datasets", reason="dataset builds need datasets (pip install 'amdkv[data]')")
 REPO = Path(__file__).resolve().parent.parent
 CPU = VerifierConfig.from_env(device="cpu", jobs=2, verdict_cache=False)
 

@@ -118,7 +118,7 @@ def test_curriculum_order(train_tasks):
 def test_config_file_sections_and_overrides(tmp_path):
     """TRL fields through TrlParser (file, then command line), the amdkv section with nested keys and
     `--amdkv.x.y` overrides; unknown keys refused with the known ones."""
-    pytest.importorskip("trl")
+    pytest.importorskip("trl", reason="SFT formatting uses TRL (pip install 'amdkv[train]')")
     from trl import GRPOConfig
 
     from amdkv.train.args import AmdkvRLArguments, parse_config
@@ -154,7 +154,7 @@ def test_config_file_sections_and_overrides(tmp_path):
 def test_shipped_configs_parse():
     """Every YAML under training_configs/ reads without error (the 8x MI300X ones with `--use_cpu true`:
     transformers refuses bf16 on a machine without a GPU while reading the arguments)."""
-    pytest.importorskip("trl")
+    pytest.importorskip("trl", reason="SFT formatting uses TRL (pip install 'amdkv[train]')")
     from pathlib import Path
 
     from trl import GRPOConfig, SFTConfig

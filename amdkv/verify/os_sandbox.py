@@ -447,11 +447,9 @@ def enter(p: SandboxPlan) -> dict[str, Any]:
     except OSError as exc:
         missing[LANDLOCK_FS] = missing[SECCOMP] = str(exc)
     abi = landlock_abi()
-    if LANDLOCK_FS in missing:
-        pass
-    elif abi < 1:
-        missing[LANDLOCK_FS] = "the kernel has no Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock)"
-    else:
+    if abi < 1:
+        missing.setdefault(LANDLOCK_FS, "the kernel has no Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock)")
+    elif LANDLOCK_FS not in missing:  # no_new_privs held: Landlock can be entered
         try:
             _apply_landlock(p, abi, applied)
         except OSError as exc:
