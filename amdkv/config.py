@@ -208,6 +208,14 @@ def _values_from_env(cls: type, environ: Mapping[str, str] | None) -> dict[str, 
             for f in dataclasses.fields(cls) if environ.get(f.metadata["env"], "").strip()}
 
 
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """`VerifierConfig.from_env().cache_path` without parsing every other setting: procedural suites
+    ask for it once per task file (5,000 times in a suite check)."""
+    environ = os.environ if environ is None else environ
+    field = next(f for f in dataclasses.fields(VerifierConfig) if f.name == "cache_dir")
+    return Path(environ.get(field.metadata["env"], "").strip() or default_cache_dir()).expanduser()
+
+
 def resolve_config(config: "VerifierConfig | str | None" = None, **settings: Any) -> VerifierConfig:
     """A config from what a caller passed: a VerifierConfig (settings applied on top), a device
     name, or nothing (then `VerifierConfig.from_env()`); `settings` are VerifierConfig fields."""

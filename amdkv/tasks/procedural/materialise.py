@@ -42,9 +42,9 @@ def generator_version() -> str:
 
 
 def suite_root(seed: int) -> Path:
-    from amdkv.config import VerifierConfig  # the one place that reads AMDKV_CACHE_DIR
+    from amdkv.config import cache_root  # the config module reads AMDKV_CACHE_DIR
 
-    return VerifierConfig.from_env().cache_path / "procedural" / generator_version() / f"seed{seed}"
+    return cache_root() / "procedural" / generator_version() / f"seed{seed}"
 
 
 def task_file(spec: sampler.TaskSpec) -> Path:
