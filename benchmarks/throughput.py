@@ -44,7 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from host_cpu import busy_pct, host_cpu_ticks  # noqa: E402
+from host_cpu import busy_core_seconds, busy_pct, host_cpu_ticks  # noqa: E402
 from parent_profile import ParentProfile  # noqa: E402
 from report_files import write_report  # noqa: E402
 
@@ -135,7 +135,12 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         "median_phase_s": phases,
         "timing_lock_held_s_total": round(sum(v.timings.get("worker_lock_held_s", 0.0) for v in run), 2),
         "statuses": statuses, "not_ok": not_ok, "timing_methods": methods,
-        "host_cpu_busy_pct": busy_pct(cpu0, cpu1), "worker_threads": os.environ.get("AMDKV_WORKER_THREADS"),
+        "host_cpu_busy_pct": busy_pct(cpu0, cpu1),
+        # the measure: the whole host's busy core-seconds (parent, workers, compilers,
+        # spares started ahead) over the candidates verified in the phase
+        "host_core_s_per_candidate": (round(busy_core_seconds(cpu0, cpu1) / len(run), 2)
+                                      if run and busy_core_seconds(cpu0, cpu1) is not None else None),
+        "worker_threads": os.environ.get("AMDKV_WORKER_THREADS"),
         "scheduler": stats, "parent": prof.result(),
     }
     print(f"[throughput] {name}: {len(run)} verified in {wall:.1f} s, steady {res['steady_s_per_candidate']} s/cand, "
@@ -149,14 +154,14 @@ def markdown(res: dict[str, Any]) -> str:
              f"{res['torch']}, triton {res['triton']}); Triton reference solutions of {res['tasks']} tasks, "
              f"every check on, compile baseline {'on' if res['compile_baseline'] else 'off'}.", "",
              "| phase | GPUs | jobs/GPU | spares/GPU | verified | skipped | wall s | cand/min | steady s/cand | steady cand/min | "
-             "median latency s | host CPU busy % | parent CPU % of a core | statuses |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "median latency s | host CPU busy % | host core-s/cand | parent CPU % of a core | statuses |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in res["phases"]:
         lines.append(f"| {p['phase']} | {len(p['gpus'])} | {p['jobs_per_gpu']} | {p.get('spares_per_gpu', '—')} | "
                      f"{p['verified']} | "
                      f"{p['skipped_deadline']} | {p['wall_s']} | {p['per_minute']} | {p['steady_s_per_candidate']} | "
                      f"{p['steady_per_minute']} | {p['median_verify_latency_s']} | {p.get('host_cpu_busy_pct', '—')} | "
-                     f"{(p.get('parent') or {}).get('parent_cpu_pct_of_one_core', '—')} | "
+                     f"{p.get('host_core_s_per_candidate', '—')} | {(p.get('parent') or {}).get('parent_cpu_pct_of_one_core', '—')} | "
                      f"{', '.join(f'{k}: {v}' for k, v in sorted(p['statuses'].items()))} |")
     for spec, scale in (res.get("scalings") or {}).items():
         lines += ["", f"Two-GPU scaling ({spec} steady cand/min ÷ {spec.replace('warm_2gpu', 'warm')}): "

@@ -17,23 +17,17 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 import traceback
 from typing import Any
 
 from amdkv.config import worker_settings
+from amdkv.verify.phase_clock import PhaseClock, process_cpu_s
 
 
 READY_LINE = "READY\n"  # started up, waiting for the job
 DONE_LINE = "AMDKV-WORKER-DONE\n"  # after the report file is complete (see pool.Spare.run)
-
-
-def _cpu_s() -> float:
-    """CPU seconds this process and its waited-for children (gcc, ptxas) have used so far."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 class _StartupParts:
@@ -41,15 +35,19 @@ class _StartupParts:
     `worker_startup_<part>_s` / `_cpu_s`): which step of a spare's start-up costs the host what."""
 
     def __init__(self) -> None:
-        self.parts: dict[str, float] = {}
+        self.clock = PhaseClock()
 
     def step(self, name: str, fn: Any, *args: Any) -> Any:
-        t0, c0 = time.monotonic(), _cpu_s()
-        try:
+        with self.clock.phase(name):
             return fn(*args)
-        finally:
-            self.parts[f"{name}_s"] = round(time.monotonic() - t0, 4)
-            self.parts[f"{name}_cpu_s"] = round(_cpu_s() - c0, 4)
+
+    @property
+    def parts(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name in self.clock.wall:
+            out[f"{name}_s"] = round(self.clock.wall[name], 4)
+            out[f"{name}_cpu_s"] = round(self.clock.cpu[name], 4)
+        return out
 
 
 def _create_cuda_context(device: str) -> None:
@@ -182,7 +180,7 @@ def serve(channel: Any, forked: bool = False) -> int:
     line = channel.read_job()
     if not line:
         os._exit(0)  # the pool shut down before giving this spare work
-    t_job, cpu_job = time.monotonic(), _cpu_s()  # monotonic: one clock for all processes (Linux)
+    t_job, cpu_job = time.monotonic(), process_cpu_s()  # monotonic: one clock for all processes (Linux)
     job = json.loads(line)
     job["_startup_s"] = startup_s
     report_path = job["report_path"]
@@ -203,7 +201,7 @@ def serve(channel: Any, forked: bool = False) -> int:
 
     report["sandbox"] = dict(APPLIED)  # what the OS sandbox of this process holds (empty: none entered)
     report["job_s"] = time.monotonic() - t_job
-    report["cpu_s"] = _cpu_s()  # the whole worker's host CPU (start-up and job, gcc/ptxas included)
+    report["cpu_s"] = process_cpu_s()  # the whole worker's host CPU (start-up and job, gcc/ptxas included)
     report["job_cpu_s"] = report["cpu_s"] - cpu_job
     report["job_received_at"], report["reported_at"] = t_job, time.monotonic()
     tmp = report_path + ".tmp"

@@ -20,6 +20,7 @@ import torch
 
 from amdkv.config import worker_settings
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
+from amdkv.verify.phase_clock import PhaseClock
 
 TRACE_LIMIT = 4000
 OUT_OF_BOUNDS_ACCESS = "out_of_bounds_access"  # reason/finding code of a refused interpreter access
@@ -237,13 +238,14 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     device = job["device"]
     report: dict[str, Any] = {"cases": [], "captures": [], "error": None, "file_violations": []}
     # where the worker's time goes (seconds per phase), for throughput work: verdict.timings
-    phases = report["phase_s"] = {"load_inputs": 0.0, "import": 0.0, "trials": 0.0, "timing": 0.0,
-                                  "lock_wait": 0.0, "lock_held": 0.0, "post_timing_check": 0.0,
-                                  "save_outputs": 0.0}
-    t_phase = time.monotonic()
+    # where the worker's time goes (wall and host-CPU seconds per phase; `first_call` is the first
+    # checked call, which JIT-compiles the candidate's kernels): verdict.timings
+    clock = PhaseClock(("load_inputs", "import", "first_call", "trials", "timing", "lock_wait", "lock_held",
+                        "post_timing_check", "save_outputs"))
+    report["phase_s"], report["phase_cpu_s"], report["phase_children_cpu_s"] = clock.wall, clock.cpu, clock.children_cpu
     # 1. Everything the candidate may use is loaded before its code runs.
-    case_inputs = {c["name"]: torch.load(c["inputs_file"], weights_only=True) for c in job["cases"]}
-    phases["load_inputs"] = time.monotonic() - t_phase
+    with clock.phase("load_inputs"):
+        case_inputs = {c["name"]: torch.load(c["inputs_file"], weights_only=True) for c in job["cases"]}
 
     captures: list[dict[str, Any]] = []
     capture_keys: set[str] = set()
@@ -300,9 +302,8 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 
     # 2. Import the candidate.
     guard.enabled = True
-    t_import = time.monotonic()
     try:
-        with redirect_stdout(stdout_buf):
+        with clock.phase("import"), redirect_stdout(stdout_buf):
             module = import_source_file(job["candidate_path"], "amdkv_candidate")
     except BaseException as exc:  # noqa: BLE001
         guard.enabled = False
@@ -313,7 +314,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             report["error"].update(status="compile_error", reason="import_error")
         report["file_violations"] = guard.violations
         return report
-    report["import_s"] = phases["import"] = time.monotonic() - t_import
+    report["import_s"] = clock.wall["import"]
     model_cls = getattr(module, "ModelNew", None)
     if not isinstance(model_cls, type):
         guard.enabled = False
@@ -323,6 +324,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
         return report
 
     outputs: dict[str, Any] = {}
+    first_call = True
     for cjob in job["cases"]:
         data = case_inputs[cjob["name"]]
         allowed_mut = set(data["mutated"])
@@ -415,23 +417,22 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             crep["findings"] += info["findings"]
             return leaves
 
-        t_phase = time.monotonic()
         try:
             for t_inputs in data["trials"]:
-                case_out["trials"].append(checked_call(t_inputs))
+                with clock.phase("first_call" if first_call else "trials"):
+                    case_out["trials"].append(checked_call(t_inputs))
+                first_call = False
             if cjob.get("recheck", True):
-                case_out["recheck"] = checked_call(data["trials"][0])
-            phases["trials"] += time.monotonic() - t_phase
+                with clock.phase("trials"):
+                    case_out["recheck"] = checked_call(data["trials"][0])
             if cjob.get("time") and device != "cpu":
-                t_phase = time.monotonic()
-                crep["timing"] = _time_candidate(model, data["trials"][0], device, cjob)
-                phases["timing"] += time.monotonic() - t_phase
-                phases["lock_wait"] += crep["timing"].get("lock_wait_s", 0.0)
-                phases["lock_held"] += crep["timing"].get("lock_held_s", 0.0)
-                t_phase = time.monotonic()
+                with clock.phase("timing"):
+                    crep["timing"] = _time_candidate(model, data["trials"][0], device, cjob)
+                clock.add_wall("lock_wait", crep["timing"].get("lock_wait_s", 0.0))
+                clock.add_wall("lock_held", crep["timing"].get("lock_held_s", 0.0))
                 # results re-checked after timing: one more checked call, compared by the parent
-                case_out["post_timing"] = checked_call(data["trials"][0])
-                phases["post_timing_check"] += time.monotonic() - t_phase
+                with clock.phase("post_timing_check"):
+                    case_out["post_timing"] = checked_call(data["trials"][0])
         except BaseException as exc:  # noqa: BLE001
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep["error"] = _error_entry(exc, "forward", in_kernel)
@@ -448,9 +449,8 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     report["captures"] = captures
     report["kernels"] = counter.kernels
     report["stdout_tail"] = stdout_buf.getvalue()[-2000:]
-    t_phase = time.monotonic()
-    torch.save(outputs, job["outputs_path"])
-    phases["save_outputs"] = time.monotonic() - t_phase
+    with clock.phase("save_outputs"):
+        torch.save(outputs, job["outputs_path"])
     return report
 
 
