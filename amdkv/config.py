@@ -81,6 +81,8 @@ class VerifierConfig:
     small_kernel_ms: float = _field(0.1, "AMDKV_SMALL_KERNEL_MS", "below this event-timed median, re-time with the small-kernel method", verdict=True, worker=True)
     small_kernel_method: str = _field("profiler", "AMDKV_SMALL_KERNEL_METHOD", "profiler | graph", verdict=True, worker=True)
     prewarm_profiler: bool = _field(True, "AMDKV_PREWARM_PROFILER", "GPU spares start torch.profiler once before their job (0: skip)", worker=True)
+    blocking_sync: bool = _field(True, "AMDKV_BLOCKING_SYNC", "NVIDIA workers wait for the GPU asleep, not spinning a core (0: CUDA's default spin/yield heuristic; docs/gpu.md, Speed)", worker=True)
+    seed_triton_stubs: bool = _field(True, "AMDKV_SEED_TRITON_STUBS", "give every spare Triton's driver helper prebuilt by the parent instead of a gcc run of its own (0: each spare compiles it)")
     worker_threads: int | None = _field(None, "AMDKV_WORKER_THREADS", "torch threads per worker process (unset: torch's default; forked workers: OMP_NUM_THREADS)", worker=True)
     max_attempts: int = _field(2, "AMDKV_MAX_ATTEMPTS", "runs of one candidate at most when its GPU fails a health check (multi-GPU)")
     policy: str = _field("strict", "AMDKV_POLICY", "strict | reference | benchmark: which checks decide a verdict (docs/benchmarks.md)", verdict=True)

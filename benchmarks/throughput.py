@@ -67,6 +67,9 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
     return pairs
 
 
+BASELINE_OFF = ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS")
+
+
 def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
               compile_baseline: bool, spares: int | None = None) -> dict[str, Any]:
     from amdkv.verify.pool import default_gpu_mem_fraction
@@ -198,7 +201,8 @@ def main() -> int:
     ap.add_argument("--skip-cold", action="store_true", help="same as leaving `cold` out of --phases")
     ap.add_argument("--phases", default=None,
                     help="comma-separated, in order, from: cold, prime, warm, warm_2gpu, each optionally with "
-                         ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N) and/or :jN (N jobs per GPU "
+                         ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N), :base (session 7's worker speed-ups off: "
+                         "blocking sync, prebuilt Triton driver helper) and/or :jN (N jobs per GPU "
                          "and 2N spares instead of --jobs; warm:j12 against warm_2gpu tells a host-wide limit "
                          "from a per-GPU one). `prime` verifies one "
                          "candidate per task (untimed for throughput) so that the warm phases find their "
@@ -228,7 +232,7 @@ def main() -> int:
     if args.skip_cold and "cold" in phases:
         phases.remove("cold")
     unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
-               or any(not (o[:1] in ("t", "j") and o[1:].isdigit()) for o in p.split(":")[1:])]
+               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o == "base") for o in p.split(":")[1:])]
     if unknown:
         print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
               ":tN (torch threads per worker) and/or :jN (jobs per GPU)", file=sys.stderr)
@@ -252,6 +256,13 @@ def main() -> int:
                 os.environ["AMDKV_WORKER_THREADS"] = threads
             else:
                 os.environ.pop("AMDKV_WORKER_THREADS", None)
+            # `phase:base`: the worker speed-ups of session 7 off (spin-waiting CUDA syncs, every spare
+            # compiling Triton's driver helper), for before/after on the same candidates in one run
+            for var in BASELINE_OFF:
+                if "base" in opts:
+                    os.environ[var] = "0"
+                else:
+                    os.environ.pop(var, None)
             common = dict(jobs=jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline,
                           spares=args.spares or 2 * jobs)
             if phase == "prime":

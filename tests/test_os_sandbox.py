@@ -249,3 +249,83 @@ def test_workers_import_from_pythonpath_folders(tmp_path):
     verdict = json.loads(run.stdout)
     assert verdict["status"] == "ok", verdict.get("diagnostics", "")[-2000:]
     assert "landlock_fs" in verdict["env"]["sandbox"]["applied"]
+
+
+GPU_RUNTIME_CHILD = r"""
+import json, os, socket, sys
+from amdkv.verify import os_sandbox
+plan = os_sandbox.plan("auto", writable=[sys.argv[1]], gpu=sys.argv[2] == "gpu")
+os_sandbox.enter(plan)
+out = {}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "allowed"
+    except OSError as exc:
+        out[name] = "refused"
+attempt("unix_socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
+attempt("inet_socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close())
+attempt("netlink_socket", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW).close())
+attempt("own_proc_write", lambda: open("/proc/self/comm", "w").write("amdkv-worker"))
+attempt("parent_proc_write", lambda: open(f"/proc/{os.getppid()}/comm", "w").write("x"))
+attempt("proc_sys_write", lambda: open("/proc/sys/kernel/hostname", "w").write("x"))
+print(json.dumps(out))
+"""
+
+
+def test_gpu_workers_get_what_a_gpu_runtime_needs_and_no_more(tmp_path):
+    """What CUDA needed on the H200 to start inside the sandbox (os_sandbox.GPU_RUNTIME_NEEDS):
+    AF_UNIX sockets and writes beneath the worker's own /proc/<pid>. A GPU plan gets exactly that:
+    TCP and netlink sockets, another process's /proc and /proc/sys stay refused; a CPU plan keeps
+    refusing every socket and /proc write. Real seccomp and Landlock in a child process."""
+    need(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
+    env = with_package_on_path(os.environ)
+    seen = {}
+    for kind in ("gpu", "cpu"):
+        r = subprocess.run([sys.executable, "-c", GPU_RUNTIME_CHILD, str(tmp_path), kind], capture_output=True,
+                           text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        seen[kind] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert seen["gpu"]["unix_socket"] == "allowed" and seen["gpu"]["own_proc_write"] == "allowed", seen
+    assert seen["cpu"]["unix_socket"] == "refused" and seen["cpu"]["own_proc_write"] == "refused", seen
+    for kind in ("gpu", "cpu"):
+        for attempt in ("inet_socket", "netlink_socket", "parent_proc_write", "proc_sys_write"):
+            assert seen[kind][attempt] == "refused", (kind, attempt, seen)
+
+
+GCC_IN_WORKER = r"""
+import json, os, subprocess, sys
+from amdkv.verify import os_sandbox, pool
+from amdkv.verify.platform import PlatformInfo
+root, scratch, in_dir = pool.make_worker_dirs()
+# no torch here: its import starts threads, and a threaded process cannot enter a user namespace
+env, _ = pool.worker_env(PlatformInfo("cpu", "cpu", False, True), scratch, os.environ, None)
+src = os.path.join(scratch, "launcher.c")
+with open(src, "w") as fh:
+    fh.write("int amdkv_launch(void) { return 1; }\n")
+plan = os_sandbox.plan("auto", writable=[scratch], readable=[in_dir], gpu=True)
+os.environ.clear()
+os.environ.update(env)
+os_sandbox.enter(plan)
+r = subprocess.run(["gcc", "-shared", "-fPIC", src, "-o", os.path.join(scratch, "launcher.so")],
+                   capture_output=True, text=True)
+print(json.dumps({"uids": os.getresuid(), "rc": r.returncode, "stderr": r.stderr[-500:],
+                  "torch": "torch" in sys.modules}))
+"""
+
+
+def test_gcc_finds_its_temp_folder_in_a_worker_run_as_root(tmp_path):
+    """Found on the H200 (session 7): as root, the sandbox keeps uid 0 only as the effective uid, so
+    gcc (Triton builds its launcher with it inside the worker) ran in glibc's secure mode, lost
+    TMPDIR, failed access() on the scratch folder and aborted on /tmp: every Triton candidate was a
+    compile_error. The worker's real folders and environment (pool.make_worker_dirs, worker_env),
+    the real sandbox, the real gcc."""
+    need(os_sandbox.LANDLOCK_FS, os_sandbox.USER_NAMESPACE)
+    if os.geteuid() != 0:
+        pytest.skip("the real-uid hand-off happens only when the verifier runs as root")
+    r = subprocess.run([sys.executable, "-c", GCC_IN_WORKER], capture_output=True, text=True,
+                       env=with_package_on_path(os.environ), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["uids"][0] != 0 and out["uids"][1] == 0, out  # the hand-off this test is about happened
+    assert out["rc"] == 0, out["stderr"]

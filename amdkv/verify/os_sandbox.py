@@ -108,6 +108,7 @@ class SandboxPlan:
     file_size_bytes: int | None = None       # RLIMIT_FSIZE
     cpu_seconds: int | None = None           # RLIMIT_CPU (SIGXCPU at the soft limit)
     data_bytes: int | None = None            # RLIMIT_DATA (host memory of GPU workers)
+    gpu_runtime: bool = False                # what a GPU runtime needs to start (see GPU_RUNTIME_NEEDS)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -166,6 +167,20 @@ def gpu_devices() -> tuple[str, ...]:
     return tuple(_existing(p for pattern in GPU_DEVICE_GLOBS for p in sorted(glob.glob(pattern))))
 
 
+# What NVIDIA's CUDA runtime needs to start, found on the H200 (session 7) with
+# benchmarks/sandbox_gpu_probe.py: cudaGetDeviceCount() failed with "Error 304: OS call failed"
+# (1) when seccomp refused socket(), fixed by allowing AF_UNIX sockets only (the driver opens a
+# local socket at start-up, e.g. to look for an MPS server), and (2) under Landlock unless the
+# worker may write files beneath its own /proc/<pid> (thread names, its own process attributes).
+# Neither reaches beyond the worker: TCP/UDP/raw and netlink sockets stay refused, abstract UNIX
+# sockets are confined by the network namespace and Landlock's scope, and /proc/<pid> of other
+# processes stays read-only. A path-based UNIX socket on the machine (a daemon's control socket)
+# is reachable where the worker's uid may write it: that is the price of a GPU runtime here, said
+# in docs/sandbox.md. ROCm's needs were not measured (no AMD GPU): the same allowances apply.
+GPU_RUNTIME_NEEDS = ("AF_UNIX sockets", "write beneath the worker's own /proc/<pid>")
+AF_UNIX = 1
+
+
 def default_nproc() -> int:
     """Processes and threads of one worker: torch's intra-op pool has one thread per core, a CUDA
     context a dozen, Triton's compiler a few processes."""
@@ -185,7 +200,7 @@ def plan(mode: str, *, writable: Sequence[str], readable: Sequence[str] = (), gp
                        writable=tuple(_existing(writable)),
                        devices=tuple(_existing(BASIC_DEVICES)) + (gpu_devices() if gpu else ()),
                        nproc=nproc or default_nproc(), file_size_bytes=file_size_bytes, cpu_seconds=cpu_seconds,
-                       data_bytes=data_bytes)
+                       data_bytes=data_bytes, gpu_runtime=gpu)
 
 
 # ------------------------------------------------------------------------------------ syscalls
@@ -264,6 +279,8 @@ def _apply_landlock(p: SandboxPlan, abi: int, applied: list[str]) -> None:
         rules = [(path, file_read, _LL_READ_DIR) for path in p.readable]
         rules += [(path, handled & ~(_LL_MAKE_CHAR | _LL_MAKE_BLOCK | _LL_IOCTL_DEV), 0) for path in p.writable]
         rules += [(path, device, _LL_READ_DIR) for path in p.devices]
+        if p.gpu_runtime:  # opened here, in the worker: /proc/self is the worker's own /proc/<pid>
+            rules.append(("/proc/self", file_rw, _LL_READ_DIR))
         for path, access, dir_only in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -335,9 +352,11 @@ _SYSCALLS = {
 }
 
 
-def seccomp_program(machine: str | None = None, refused: Sequence[str] = _REFUSED) -> bytes:
+def seccomp_program(machine: str | None = None, refused: Sequence[str] = _REFUSED,
+                    unix_sockets: bool = False) -> bytes:
     """The BPF filter for this machine's architecture (x86_64, aarch64): `refused` by name, and clone
-    with namespace flags. (The tests pass a shorter list to play a container that refuses namespaces.)"""
+    with namespace flags. `unix_sockets`: socket() is allowed for AF_UNIX only (GPU workers: see
+    GPU_RUNTIME_NEEDS). (The tests pass a shorter list to play a container that refuses namespaces.)"""
     table = _SYSCALLS[machine or _platform.machine()]
     deny = _RET_ERRNO | errno.EPERM
     insns: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, 4)]          # A = arch
@@ -347,6 +366,12 @@ def seccomp_program(machine: str | None = None, refused: Sequence[str] = _REFUSE
     if table["x32"]:
         insns.append((_JGE_K, 0, 1, 0x40000000))                              # x32 syscalls: refuse
         insns.append((_RET_K, 0, 0, deny))
+    if unix_sockets and "socket" in refused:
+        insns.append((_JEQ_K, 0, 4, table["nr"]["socket"]))
+        insns.append((_LD_W_ABS, 0, 0, 16))                                   # domain (low word of arg 0)
+        insns.append((_JEQ_K, 0, 1, AF_UNIX))
+        insns.append((_RET_K, 0, 0, _RET_ALLOW))
+        insns.append((_RET_K, 0, 0, deny))                                    # other syscalls jump here, A intact
     for name in refused:
         nr = table["nr"].get(name)
         if nr is not None:
@@ -366,12 +391,12 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def apply_seccomp(refused: Sequence[str] = _REFUSED) -> None:
+def apply_seccomp(refused: Sequence[str] = _REFUSED, unix_sockets: bool = False) -> None:
     """Install the filter on every thread of this process (needs no_new_privs or CAP_SYS_ADMIN)."""
     table = _SYSCALLS.get(_platform.machine())
     if table is None:
         raise OSError(errno.ENOSYS, f"no syscall table for {_platform.machine()}")
-    prog = seccomp_program(refused=refused)
+    prog = seccomp_program(refused=refused, unix_sockets=unix_sockets)
     buf = ctypes.create_string_buffer(prog, len(prog))
     fprog = _SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
     _check(_LIBC.syscall(ctypes.c_long(table["seccomp"]), ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
@@ -464,7 +489,7 @@ def enter(p: SandboxPlan) -> dict[str, Any]:
         missing.setdefault(LANDLOCK_SCOPE, "no Landlock")
     if SECCOMP not in missing:
         try:
-            apply_seccomp()
+            apply_seccomp(unix_sockets=p.gpu_runtime)
             applied.append(SECCOMP)
         except OSError as exc:
             missing[SECCOMP] = f"seccomp filter: {exc}"

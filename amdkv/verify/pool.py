@@ -79,6 +79,11 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
         "TRITON_CACHE_DIR": os.path.join(workdir, "triton_cache"),
         "TORCH_EXTENSIONS_DIR": os.path.join(workdir, "torch_extensions"),
         "TMPDIR": workdir,
+        # A process whose real and effective uids differ (a sandboxed worker run as root, see
+        # make_worker_dirs) execs its children in glibc's secure mode, which deletes TMPDIR from
+        # their environment: gcc then looked for TMP and TEMP, found neither, and used /tmp.
+        "TMP": workdir,
+        "TEMP": workdir,
         # the worker's home is its scratch folder: libraries that write under ~ (Triton's ~/.triton,
         # CUDA's ~/.nv/ComputeCache) write there, the only place the OS sandbox lets them write
         "HOME": workdir,
@@ -107,6 +112,26 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
             settings["gpu_mem_fraction"] = round(gpu_mem_fraction, 4)
     env[WORKER_SETTINGS_ENV] = json.dumps(settings, sort_keys=True)
     return env, device
+
+
+def make_worker_dirs(base_tmp: str | None = None) -> tuple[str, str, str]:
+    """A worker's folder, its `scratch/` (cwd, TMPDIR, HOME: writable) and `in/` (read-only).
+
+    As root, the OS sandbox gives the worker's real uid away (RLIMIT_NPROC exempts a real root)
+    and keeps uid 0 only as the effective one. access() asks with the real uid, so gcc (Triton's
+    launcher build) found its temp folder unusable and fell back to /tmp, which the sandbox
+    refuses: every Triton candidate was a compile_error on the H200 (session 7). Group rights for
+    the real gid (root's group, which only root holds) make access() agree with what the worker
+    may really do. (See worker_env for the other half: TMP/TEMP.)"""
+    root = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
+    workdir, in_dir = os.path.join(root, "scratch"), os.path.join(root, "in")
+    os.mkdir(workdir, 0o700)
+    os.mkdir(in_dir, 0o700)
+    if os.geteuid() == 0:
+        os.chmod(root, 0o750)
+        os.chmod(in_dir, 0o750)
+        os.chmod(workdir, 0o770)
+    return root, workdir, in_dir
 
 
 def cpu_seconds_limit(timeout: float) -> int:
@@ -147,14 +172,14 @@ class Spare:
                  start: str | None = None, readable: Sequence[str] = (), writable: Sequence[str] = ()) -> None:
         config = config or VerifierConfig.from_env()
         self.platform = platform
-        self.root = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
-        self.workdir = os.path.join(self.root, "scratch")
-        self.in_dir = os.path.join(self.root, "in")
-        os.mkdir(self.workdir, 0o700)
-        os.mkdir(self.in_dir, 0o700)
+        self.root, self.workdir, self.in_dir = make_worker_dirs(base_tmp)
         self.sandbox = worker_sandbox_plan(platform, config, self.workdir, [self.in_dir, *readable], writable)
         env, self.device = worker_env(platform, self.workdir, os.environ, gpu_mem_fraction, config)
         env.update(extra_env or {})
+        if platform.name == "cuda" and config.seed_triton_stubs:  # the gcc run every spare would repeat
+            from amdkv.verify.triton_stubs import seed_spare_cache
+
+            seed_spare_cache(env["TRITON_CACHE_DIR"], str(config.cache_path / "triton-stubs"))
         self.started = time.monotonic()
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
         self._env = env

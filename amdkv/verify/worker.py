@@ -50,9 +50,40 @@ class _StartupParts:
         return out
 
 
+# CU_CTX_SCHED_BLOCKING_SYNC: a thread waiting for the GPU sleeps on a driver event instead of
+# spinning. With CUDA's default (spin while there are fewer contexts than cores) every worker
+# burns a host core through each synchronize; on the H200 the checked calls used 2.2 CPU-seconds
+# per wall second (docs/gpu.md, Speed). Timing is unaffected: kernel times come from GPU-side
+# events or the profiler's trace, and the wall-clock cross-check only bounds them from above.
+_CU_CTX_SCHED_BLOCKING_SYNC = 0x4
+
+
+def _set_blocking_sync(device: str) -> bool:
+    """Set the primary context's scheduling flag through the driver API before torch creates the
+    context (NVIDIA only; ROCm's hipSetDeviceFlags is not called: not measured on AMD hardware).
+    False when the driver refused or was not found: the worker then runs with CUDA's default."""
+    import ctypes
+
+    import torch
+
+    if torch.version.hip is not None or not device.startswith("cuda"):
+        return False
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        ordinal = torch.device(device).index or 0
+        dev = ctypes.c_int()
+        if cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
+            return False
+        return cuda.cuDevicePrimaryCtxSetFlags(dev, _CU_CTX_SCHED_BLOCKING_SYNC) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _create_cuda_context(device: str) -> None:
     import torch
 
+    if worker_settings().get("blocking_sync", True):
+        _set_blocking_sync(device)
     torch.cuda.set_device(torch.device(device))
     torch.empty(1, device=device)  # create the context now, not inside the timed job
     # The pool shows a GPU worker only its own GPU (platform.worker_gpu_env). Check that the

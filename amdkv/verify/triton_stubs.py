@@ -1,0 +1,66 @@
+"""Triton's CUDA driver helper (`cuda_utils`), built once by the trusted parent and copied into
+every spare's private Triton cache.
+
+Why: every worker has its own empty `TRITON_CACHE_DIR` (a candidate must not reach another's
+compiled kernels), so every spare compiled Triton's C driver helper with gcc at start-up: 0.40 of
+the 0.6 host CPU-seconds a spare's start-up cost on the H200 (docs/gpu.md, Speed). The helper's
+source is Triton's own, not the candidate's, and its cache key is a hash of that source and the
+platform, so a copy built by the parent is the file the worker would have built. Each spare gets
+its own copy (never a link): a candidate that overwrote its copy changes nothing for the next.
+
+The build uses Triton's private `triton.runtime.build._build` and `triton.runtime.cache._base32`; any failure (no libcuda on this
+machine, another Triton version) returns None and spares build the helper themselves, as before:
+this changes speed, never verdicts.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import sysconfig
+import tempfile
+from pathlib import Path
+
+
+@functools.lru_cache(maxsize=4)
+def cuda_driver_stub(cache_root: str) -> tuple[str, str] | None:
+    """(cache folder name, path of the built .so) under `cache_root`, built on first use; None where
+    it cannot be built here."""
+    try:
+        from triton.backends.nvidia import driver as nv
+        from triton.runtime.build import _build, platform_key
+        from triton.runtime.cache import _base32
+
+        src = Path(nv.dirname, "driver.c").read_text()
+        # the folder name Triton's FileCacheManager uses for compile_module_from_src's key
+        key = _base32(hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest())
+        name = "cuda_utils" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+        dest = Path(cache_root, key, name)
+        if not dest.is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix="amdkv-stub-") as tmp:
+                c_file = Path(tmp, "cuda_utils.c")
+                c_file.write_text(src)
+                so = _build("cuda_utils", str(c_file), tmp, nv.library_dirs(), list(nv.include_dirs),
+                            list(nv.libraries), [])
+                part = dest.with_name(f".{name}.{os.getpid()}")
+                shutil.copyfile(so, part)
+                os.replace(part, dest)  # atomic: a concurrent builder's reader sees all or nothing
+        return key, str(dest)
+    except Exception:  # noqa: BLE001 - speed only: without the stub a spare compiles its own
+        return None
+
+
+def seed_spare_cache(triton_cache_dir: str, cache_root: str) -> bool:
+    """Copy the prebuilt helper into one spare's Triton cache where Triton looks for it
+    (`<TRITON_CACHE_DIR>/<key>/cuda_utils<suffix>`). False when there is no stub to copy."""
+    stub = cuda_driver_stub(cache_root)
+    if stub is None:
+        return False
+    key, so = stub
+    target = Path(triton_cache_dir, key)
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(so, target / Path(so).name)
+    return True

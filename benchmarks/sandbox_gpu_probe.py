@@ -1,0 +1,169 @@
+"""Which part of the OS sandbox stops a GPU runtime from starting? (diagnostic for a GPU machine)
+
+Each variant runs in a fresh Python process that imports torch (no GPU touched), enters the worker's
+sandbox plan with one part changed, then starts CUDA/HIP (`torch.empty(1, device="cuda")`). Found
+necessary on the H200 (session 7): every sandboxed GPU worker failed with
+"cudaGetDeviceCount() ... Error 304: OS call failed", and the sandbox's parts are separate
+mechanisms (namespaces, Landlock, seccomp, limits), so the fix depends on which one.
+
+Usage: python benchmarks/sandbox_gpu_probe.py --out DIR [--strace]
+Writes DIR/probe.json and prints one line per variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import functools, json, sys, tempfile
+import torch
+from amdkv.verify import os_sandbox as S
+variant, *mods = sys.argv[1].split("|")  # modifiers: noscope, wtmp, allow=NAME+NAME (seccomp)
+scratch = tempfile.mkdtemp(prefix="amdkv-probe-")
+plan = S.plan("auto", writable=[scratch], gpu=True, nproc=S.default_nproc(), file_size_bytes=1 << 32,
+              cpu_seconds=120, data_bytes=32 << 30)
+if variant == "no_seccomp":
+    S.apply_seccomp = lambda *a, **k: None
+elif variant.startswith("seccomp_allow_"):
+    allow = set(variant[len("seccomp_allow_"):].split("+"))
+    S.apply_seccomp = functools.partial(S.apply_seccomp, refused=tuple(x for x in S._REFUSED if x not in allow))
+elif variant == "no_landlock":
+    S._apply_landlock = lambda p, abi, applied: None
+elif variant == "no_landlock_scope":
+    S._LL_SCOPE_ABSTRACT_UNIX = S._LL_SCOPE_SIGNAL = 0
+elif variant == "landlock_write_tmp_shm":
+    plan = S.SandboxPlan(**{**plan.__dict__, "writable": plan.writable + tuple(S._existing(["/tmp", "/dev/shm", "/run"]))})
+elif variant == "no_namespaces":
+    S._enter_namespaces = lambda applied, missing: None
+elif variant == "no_rlimit_data":
+    plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None})
+elif variant == "no_limits":
+    plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None, "nproc": None, "cpu_seconds": None,
+                            "file_size_bytes": None})
+for mod in mods:
+    if mod == "noscope":
+        S._LL_SCOPE_ABSTRACT_UNIX = S._LL_SCOPE_SIGNAL = 0
+    elif mod == "noscope_unix":
+        S._LL_SCOPE_ABSTRACT_UNIX = 0
+    elif mod == "wtmp":
+        plan = S.SandboxPlan(**{**plan.__dict__, "writable": plan.writable + tuple(S._existing(["/tmp", "/dev/shm", "/run"]))})
+    elif mod in ("rall", "wall", "dall", "ioctl_all"):  # widen one kind of Landlock rule to bisect
+        field, extra = {"rall": ("readable", "/"), "wall": ("writable", "/"), "dall": ("devices", "/dev"),
+                        "ioctl_all": ("devices", "/")}[mod]
+        plan = S.SandboxPlan(**{**plan.__dict__, field: getattr(plan, field) + (extra,)})
+    elif mod.startswith("allow="):
+        S.apply_seccomp = functools.partial(S.apply_seccomp, refused=tuple(x for x in S._REFUSED if x not in mod[6:].split("+")))
+if variant.startswith("only:"):  # apply only these parts: ns, nnp, landlock, seccomp, limits
+    parts = set(variant[5:].split("+"))
+    if "ns" not in parts:
+        S._enter_namespaces = lambda applied, missing: None
+    if "landlock" not in parts:
+        S._apply_landlock = lambda p, abi, applied: None
+    if "seccomp" not in parts:
+        S.apply_seccomp = lambda *a, **k: None
+    if "nnp" not in parts:
+        S._LIBC.prctl = lambda *a: 0
+    if "limits" not in parts:
+        plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None, "nproc": None, "cpu_seconds": None,
+                                "file_size_bytes": None})
+applied = {} if variant == "off" else S.enter(plan)
+out = {"variant": sys.argv[1], "applied": applied.get("applied"), "missing": applied.get("missing")}
+step = "cuda init"
+try:
+    n = torch.cuda.device_count()
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    if "--deep" in sys.argv:  # what a worker does next: a Triton JIT compile + launch, a profiler session
+        import os
+        os.environ["TRITON_CACHE_DIR"] = scratch
+        import importlib.util
+        kernel_file = os.path.join(scratch, "probe_kernel.py")  # @triton.jit needs a source file
+        with open(kernel_file, "w") as fh:
+            fh.write("import triton\nimport triton.language as tl\n\n@triton.jit\n"
+                     "def _add_one(x_ptr, n, BLOCK: tl.constexpr):\n"
+                     "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+                     "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)\n")
+        spec = importlib.util.spec_from_file_location("probe_kernel", kernel_file)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _add_one = mod._add_one
+
+        step = "triton"
+        x = torch.zeros(1000, device="cuda")
+        _add_one[(4,)](x, 1000, BLOCK=256)
+        assert float(x.sum()) == 1000.0
+        step = "profiler"
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            _add_one[(4,)](x, 1000, BLOCK=256)
+            torch.cuda.synchronize()
+        kernels = [e for e in prof.events() if "add_one" in e.name]
+        assert kernels, "the profiler saw no kernel"
+    out.update(ok=True, devices=n)
+except Exception as exc:
+    out.update(ok=False, error=f"{step}: {type(exc).__name__}: {str(exc)[:300]}")
+print("PROBE " + json.dumps(out))
+"""
+
+VARIANTS = ("off", "full", "no_seccomp", "seccomp_allow_socket", "no_landlock", "no_landlock_scope",
+            "landlock_write_tmp_shm", "no_namespaces", "no_rlimit_data", "no_limits",
+            "only:limits", "only:nnp", "only:ns", "only:nnp+landlock", "only:nnp+seccomp", "only:ns+limits",
+            "only:")
+
+
+def run_variant(variant: str, strace_dir: Path | None, deep: bool = False) -> dict:
+    env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    argv = [sys.executable, "-c", CHILD, variant] + (["--deep"] if deep else [])
+    if strace_dir is not None:
+        argv = ["strace", "-f", "-o", str(strace_dir / f"{variant}.strace"), *argv]
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180)
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("PROBE ")), None)
+    res = json.loads(line[6:]) if line else {"variant": variant, "ok": False, "error": f"rc {r.returncode}"}
+    res["stderr_tail"] = r.stderr[-800:]
+    return res
+
+
+def failed_calls(trace: Path, limit: int = 80) -> list[str]:
+    """System calls that returned an error in a trace (EPERM/EACCES first: what a sandbox refuses)."""
+    if not trace.is_file():
+        return []
+    lines = [ln.strip() for ln in trace.read_text(errors="replace").splitlines() if "= -1 E" in ln]
+    refused = [ln for ln in lines if "EPERM" in ln or "EACCES" in ln]
+    return (refused + [ln for ln in lines if ln not in refused])[:limit]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--strace", action="store_true", help="also trace the `full` variant (needs strace)")
+    ap.add_argument("--deep", action="store_true", help="after CUDA starts: a Triton kernel and a profiler session")
+    ap.add_argument("--variants", default=None, help="comma-separated subset of: " + ", ".join(VARIANTS))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for v in (args.variants.split(",") if args.variants else VARIANTS):
+        res = run_variant(v, None, args.deep)
+        results.append(res)
+        print(f"{v:24s} {'OK' if res.get('ok') else 'FAIL'}  {res.get('error', '')}", flush=True)
+    if args.strace and shutil.which("strace"):
+        tdir = Path(tempfile.mkdtemp(prefix="amdkv-strace-"))
+        run_variant("full", tdir)
+        calls = failed_calls(tdir / "full.strace")
+        (out / "full_failed_calls.txt").write_text("\n".join(calls) + "\n")
+        print("\n".join(calls[:30]))
+    (out / "probe.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The Triton driver helper the parent builds once for every spare (amdkv/verify/triton_stubs.py).
+
+This machine has no NVIDIA driver, so `libcuda.so.1` is played by an empty shared library of that
+name (the helper links against it; nothing here loads the result). What is real: Triton's own
+helper source, gcc, and Triton's cache lookup, which must find the seeded copy under the key a
+worker's Triton computes, or every spare would still run gcc.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton", reason="the stub is Triton's own C helper")
+from triton.backends.nvidia import driver as nv  # noqa: E402
+
+from amdkv.verify import triton_stubs  # noqa: E402
+
+
+@pytest.fixture
+def fake_libcuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    empty = tmp_path / "empty.c"
+    empty.write_text("int amdkv_placeholder;\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", str(empty), "-o", str(lib / "libcuda.so.1")], check=True)
+    monkeypatch.setattr(nv, "library_dirs", lambda: [str(lib)])
+    triton_stubs.cuda_driver_stub.cache_clear()
+    yield lib
+    triton_stubs.cuda_driver_stub.cache_clear()
+
+
+def test_seeded_helper_is_found_by_tritons_own_cache_lookup(tmp_path, fake_libcuda, monkeypatch):
+    from triton.runtime.build import platform_key
+    from triton.runtime.cache import get_cache_manager
+
+    stubs = tmp_path / "stubs"
+    key, so = triton_stubs.cuda_driver_stub(str(stubs))
+    assert Path(so).is_file() and Path(so).stat().st_size > 10_000
+    spare_cache = tmp_path / "spare" / "triton_cache"
+    assert triton_stubs.seed_spare_cache(str(spare_cache), str(stubs))
+    # what compile_module_from_src computes inside a worker whose TRITON_CACHE_DIR is spare_cache
+    import hashlib
+
+    src = Path(nv.dirname, "driver.c").read_text()
+    triton_key = hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(spare_cache))
+    found = get_cache_manager(triton_key).get_file("cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX"))
+    assert found is not None and Path(found).read_bytes() == Path(so).read_bytes()
+    seeded = Path(found)
+    assert seeded.stat().st_ino != Path(so).stat().st_ino, "each spare gets a copy, never the shared file"
+    seeded.write_bytes(b"overwritten by a candidate")
+    other = tmp_path / "other" / "triton_cache"
+    triton_stubs.seed_spare_cache(str(other), str(stubs))
+    assert Path(other, key, seeded.name).read_bytes() == Path(so).read_bytes()
+
+
+def test_no_stub_where_it_cannot_be_built(tmp_path, monkeypatch):
+    """No libcuda (this machine without the stand-in): None, and spares build their own as before."""
+    triton_stubs.cuda_driver_stub.cache_clear()
+    monkeypatch.setattr(nv, "library_dirs", lambda: [str(tmp_path / "nowhere")])
+    try:
+        assert triton_stubs.cuda_driver_stub(str(tmp_path / "stubs")) is None
+        assert not triton_stubs.seed_spare_cache(str(tmp_path / "c"), str(tmp_path / "stubs"))
+    finally:
+        triton_stubs.cuda_driver_stub.cache_clear()
