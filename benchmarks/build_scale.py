@@ -60,6 +60,16 @@ def generate(store_dir: Path, n: int, seed: int) -> dict:
     return info
 
 
+def _rss_split(pid: int) -> tuple[int, int]:
+    """(RssAnon, RssFile) of a process in bytes, from /proc/<pid>/status (Linux)."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("RssAnon:", "RssFile:")):
+            name, value = line.split(":", 1)
+            fields[name] = int(value.split()[0]) * 1024
+    return fields.get("RssAnon", 0), fields.get("RssFile", 0)
+
+
 class TreeMemory:
     """Peak of the summed RSS of a process and its descendants, sampled every `interval` s."""
 
@@ -69,6 +79,10 @@ class TreeMemory:
         self.proc = psutil.Process(pid)
         self.interval = interval
         self.peak = 0
+        # the largest process's resident memory split at its peak: anonymous (the heap: what a
+        # memory goal is about) and file-backed (mapped Arrow/Parquet pages the kernel can drop)
+        self.peak_anon = 0
+        self.peak_file = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -83,7 +97,10 @@ class TreeMemory:
                 for p in procs:
                     try:
                         total += p.memory_info().rss
-                    except psutil.Error:
+                        anon, file = _rss_split(p.pid)
+                        self.peak_anon = max(self.peak_anon, anon)
+                        self.peak_file = max(self.peak_file, file)
+                    except (psutil.Error, OSError):
                         pass
                 self.peak = max(self.peak, total)
             except psutil.Error:
@@ -133,6 +150,8 @@ def main() -> int:
         "records": generated.get("records"), "store_bytes": generated.get("bytes"), "cpu_count": os.cpu_count(),
         "load_average_at_end": os.getloadavg(), "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu_seconds, 1),
         "peak_rss_tree_bytes": peak_tree, "peak_rss_largest_process_bytes": peak_single,
+        "peak_rss_anon_one_process_bytes": memory.peak_anon, "peak_rss_file_one_process_bytes": memory.peak_file,
+        "peak_rss_mib_by_phase": report.get("peak_rss_mib"),
         "phase_seconds": report["seconds"], "records_by_kind": report["records_by_kind"],
         "removed": {p["name"]: p["removed"] for p in report["phases"]}, "rows": report["rows"],
         "pairs": report["pairs"], "clusters": report["clusters"],

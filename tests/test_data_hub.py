@@ -216,3 +216,31 @@ def test_publish_refuses_an_incomplete_folder_and_a_bad_repo_id(hip_build, tmp_p
     (broken / "README.md").unlink()
     with pytest.raises(BadInputError, match="no README.md"):
         publish(broken, "org/x", dry_run=True)
+
+
+def test_parquet_shards_of_a_multi_file_split_are_written_from_fresh_maps(tmp_path):
+    """A split larger than datasets' Arrow shard size comes as several cache files. Its Parquet
+    shards must be written from a map per shard (hub_layout._fresh_mapping), not from the split's
+    one long-lived map, and the bytes must equal those written from the split itself."""
+    import pyarrow.parquet as pq
+    from datasets import Dataset, Features, Value, concatenate_datasets
+
+    from amdkv.data import hub_layout
+
+    features = Features({"uid": Value("string"), "code": Value("string")})
+    parts = []
+    for k in range(2):
+        rows = [{"uid": f"{k}-{i}", "code": f"kernel {k} {i} " * 50} for i in range(300)]
+        parts.append(Dataset.from_list(rows, features=features).flatten_indices(
+            cache_file_name=str(tmp_path / f"part{k}.arrow")))
+    split = concatenate_datasets(parts)
+    assert len(split.cache_files) == 2 and split._indices is None
+    with hub_layout._fresh_mapping(split) as fresh:
+        assert fresh is not split and len(fresh) == len(split) and fresh[299]["uid"] == "0-299"
+    out_a, out_b = tmp_path / "a", tmp_path / "b"
+    _, _, paths = hub_layout.write_parquet_shards(split, out_a, "data", "train", max_shard_size=60_000)
+    assert len(paths) > 1
+    with mock.patch.object(hub_layout, "_fresh_mapping", lambda ds: __import__("contextlib").nullcontext(ds)):
+        hub_layout.write_parquet_shards(split, out_b, "data", "train", max_shard_size=60_000)
+    for p in paths:
+        assert pq.read_table(out_a / p).equals(pq.read_table(out_b / p)), p

@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("evaluate", reason="the `evaluate` modules need the evaluate package (amdkv[eval])")
 
 REPO = Path(__file__).resolve().parent.parent
-MODULES = ("kernelbench", "pytorch2hip", "tritonbench_g", "rocmbench")
+MODULES = ("kernelbench", "pytorch2hip", "tritonbench_g", "rocmbench", "verified")
 DATA = REPO / "tests" / "data" / "external"
 
 
@@ -67,7 +67,8 @@ def test_local_modules_load_and_refuse_to_run_code_without_opt_in(tmp_path: Path
             out[name] = {{"class": type(m).__name__, "features": sorted(m.features), "refused": refused}}
         print(json.dumps(out))
         """, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "HF_HOME": str(tmp_path / "hf")}))
-    assert [out[n]["class"] for n in MODULES] == ["Kernelbench", "Pytorch2hip", "TritonbenchG", "Rocmbench"]
+    assert [out[n]["class"] for n in MODULES] == ["Kernelbench", "Pytorch2hip", "TritonbenchG", "Rocmbench",
+                                                  "Verified"]
     for name in MODULES:
         assert out[name]["features"] == ["predictions", "references"]
         assert out[name]["refused"] and 'HF_ALLOW_CODE_EVAL="1"' in out[name]["refused"]
@@ -155,6 +156,36 @@ def test_compute_on_cpu_returns_both_verdicts_with_intervals_and_platform(tmp_pa
     assert out["execution_accuracy@1"] == 1.0 and out["amdkv_strict/execution_accuracy@1"] == 0.5
     assert out["execution_accuracy@1_ci95"] is not None and "allclose" in out["rule"]
     assert out["agreement"]["benchmark_only"] == 1 and out["disagreements"][0]["task_id"] == "tiny_scale"
+
+
+def test_verified_module_scores_any_task_source_under_amdkvs_rule(tmp_path: Path) -> None:
+    """The generic module on bundled tasks: relu's reference and a candidate that returns its input
+    (wrong), argmax's reference; pass@1 over tasks = (1/2 + 1) / 2, compile@1 = 1; the platform is
+    named; a task id the suite lacks is a clear error."""
+    from amdkv.tasks.builtin import solution_path
+
+    relu, argmax = solution_path("l1_relu").read_text(), solution_path("l1_argmax").read_text()
+    wrong = relu.replace("tl.maximum(x, 0.0)", "x") if "tl.maximum(x, 0.0)" in relu else None
+    assert wrong is not None, "the relu solution changed: pick another one-line change"
+    out = _last_json(_run(f"""
+        import json, os, evaluate
+        os.environ["HF_ALLOW_CODE_EVAL"] = "1"
+        m = evaluate.load({str(REPO / 'eval' / 'metrics' / 'verified')!r})
+        r = m.compute(predictions=[[{relu!r}, {wrong!r}], [{argmax!r}]], references=["l1_relu", "l1_argmax"],
+                      tasks="builtin:all", device="cpu", k=[1], jobs=2, bootstrap=50)
+        try:
+            m.compute(predictions=[[{relu!r}]], references=["no_such_task"], tasks="builtin:all", device="cpu")
+            bad = None
+        except Exception as exc:
+            bad = f"{{type(exc).__name__}}: {{exc}}"
+        print(json.dumps({{"r": r, "bad": bad}}, default=str))
+        """, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "HF_HOME": str(tmp_path / "hf")}))
+    r = out["r"]
+    assert r["platform"] == "cpu" and r["interpreter_verified"] is True and r["is_amd"] is False
+    assert r["n_tasks"] == 2 and r["n_samples"] == 3 and r["suite"] == "builtin:all"
+    assert r["pass@1"] == 0.75 and r["compile@1"] == 1.0 and r["pass@1_ci95"] is not None
+    assert r["status_counts"].get("ok") == 2 and r["status_counts"].get("mismatch") == 1, r["status_counts"]
+    assert out["bad"] and "no_such_task" in out["bad"], out["bad"]
 
 
 def test_task_sources_per_benchmark(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

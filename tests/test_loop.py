@@ -2,7 +2,8 @@
 
     procedural tasks -> `amdkv gen triton` (verified on the CPU) -> record store -> `amdkv build triton`
     -> `load_dataset` -> SFT (train_sft.py's code path) -> GRPO with verifier rewards (train_rl.py's
-    `main`) -> `amdkv gen --llm hf` of the trained model -> `amdkv eval`
+    `main`) -> `amdkv gen --llm hf` of the trained model -> `amdkv eval` -> the `evaluate` module
+    (eval/metrics/verified) loaded from this checkout
 
 Every stage is the real one: the Triton interpreter verifies every program, the builder writes the
 Hub layout that `datasets.load_dataset` reads, TRL's SFTTrainer and GRPOTrainer train a tiny Qwen3
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,26 @@ def test_the_loop(tmp_path, fresh_tiny_model, tiny_tokenizer):
     metrics = amdkv("eval", SUITE, "--samples", gen2 / "samples.jsonl", "--out", tmp_path / "eval", "--device", "cpu",
                     "--trials", "1", "--bootstrap", "0")
     assert metrics["n_tasks"] == N_TASKS, metrics
+
+    # 8. the `evaluate` module, loaded from this checkout, scores the same samples as `amdkv eval`,
+    # and the replayed run's final replies (correct kernels) as correct
+    import evaluate
+
+    os.environ["HF_ALLOW_CODE_EVAL"] = "1"
+    try:
+        module = evaluate.load(str(REPO / "eval" / "metrics" / "verified"))
+
+        def score(samples_file: Path, last_turn_only: bool = False) -> dict:
+            rows = [json.loads(line) for line in samples_file.read_text().splitlines() if line.strip()]
+            preds = [r["samples"][-1:] if last_turn_only else r["samples"] for r in rows]
+            return module.compute(predictions=preds, references=[r["task_id"] for r in rows],
+                                  tasks=SUITE, device="cpu", k=[1], trials=1, bootstrap=0, jobs=2)
+
+        same = score(gen2 / "samples.jsonl")
+        replayed = score(gen / "samples.jsonl", last_turn_only=True)
+    finally:
+        os.environ.pop("HF_ALLOW_CODE_EVAL", None)
+    assert same["platform"] == metrics["platform"] == "cpu" and same["n_tasks"] == N_TASKS
+    for name in ("pass@1", "compile@1"):
+        assert same[name] == metrics[name]["value"], (name, same[name], metrics[name])
+    assert replayed["pass@1"] == 1.0 and replayed["n_tasks"] == N_TASKS, replayed

@@ -35,6 +35,10 @@ from amdkv.evaluation.benchmarks import BENCHMARKS
 ALLOW_ENV = "HF_ALLOW_CODE_EVAL"
 MODULES = {"kernelbench": "kernelbench", "pytorch2hip": "pytorch2hip", "tritonbench_g": "tritonbench-g",
            "rocmbench": "rocmbench"}
+# The module that scores any amdkv task source under amdkv's own rule only (no benchmark rule to sit
+# beside it): your own tasks, procedural suites, a held-out split. `tasks=` is a suite spec.
+VERIFIED = "verified"
+VERIFIED_DEFAULT_TASKS = "builtin:all"
 # The tasks dataset an `evaluate` module loaded from the Hub downloads when `tasks=` is not given
 # (`amdkv publish-metric DIR --repo-id amdkv/NAME --tasks SPEC` publishes it as amdkv/NAME-tasks).
 DEFAULT_TASK_DATASETS = {"kernelbench": "amdkv/kernelbench-tasks", "tritonbench-g": "amdkv/tritonbench_g-tasks"}
@@ -59,6 +63,7 @@ CITATIONS = {
     "tritonbench-g": "TritonBench: Benchmarking Large Language Model Capabilities for Generating Triton "
                      "Operators (Li et al., 2025); GEAK-eval (AMD, 2025)",
     "rocmbench": "GEAK-eval ROCm benchmark (AMD, 2025)",
+    "amdkv": "amdkv: execution-verified GPU kernels for AMD Instinct GPUs",
 }
 
 
@@ -67,12 +72,7 @@ def metric_info(module: str) -> dict[str, Any]:
     modules do not repeat them)."""
     import datasets
 
-    info = BENCHMARKS[MODULES[module]]
-    return {
-        "description": (f"{info.display}: the benchmark's own metric ({', '.join(info.headline)}) under its own "
-                        f"rule, next to the amdkv-strict verdict, with 95% bootstrap intervals over tasks. "
-                        f"Tasks: {info.tasks_source}."),
-        "citation": CITATIONS[info.name],
+    common = {
         "inputs_description": ("predictions: list (one per task) of lists of candidate sources; references: the "
                                "task ids; device: auto|cpu|cuda|rocm; k: list of k for pass@k; verifier_url: an "
                                "`amdkv serve` URL instead of local verification; tasks: a suite spec or path."),
@@ -80,6 +80,17 @@ def metric_info(module: str) -> dict[str, Any]:
                                        "references": datasets.Value("string")}),
         "reference_urls": ["docs/benchmarks.md"],
     }
+    if module == VERIFIED:
+        return {**common, "description": (
+            "amdkv-verified: compile@k, pass@k, fast_p and speedups of GPU-kernel candidates against any amdkv task "
+            "source (`tasks=`: builtin:..., procedural:..., a task folder), every check of amdkv's verifier on, "
+            "with 95% bootstrap intervals over tasks and the platform that ran them."),
+            "citation": CITATIONS["amdkv"]}
+    info = BENCHMARKS[MODULES[module]]
+    return {**common, "description": (
+        f"{info.display}: the benchmark's own metric ({', '.join(info.headline)}) under its own "
+        f"rule, next to the amdkv-strict verdict, with 95% bootstrap intervals over tasks. "
+        f"Tasks: {info.tasks_source}."), "citation": CITATIONS[info.name]}
 
 
 class BenchmarkMetric:
@@ -137,11 +148,10 @@ def compute(module: str, predictions: Sequence[Sequence[str]], references: Seque
             model_name: str | None = None) -> dict[str, Any]:
     if os.environ.get(ALLOW_ENV) != "1":
         raise ValueError(REFUSAL)
-    benchmark = MODULES[module]
     if len(predictions) != len(references):
         raise BadInputError(f"{len(predictions)} predictions for {len(references)} references",
                             hint="one list of candidate sources per task id")
-    spec = resolve_tasks(benchmark, tasks, tasks_repo)
+    spec = str(tasks or VERIFIED_DEFAULT_TASKS) if module == VERIFIED else resolve_tasks(MODULES[module], tasks, tasks_repo)
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix=f"amdkv-{module}-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -165,7 +175,28 @@ def _compute_in(work: Path, spec: str, predictions: Sequence[Sequence[str]], ref
     samples.write_text("".join(json.dumps({"task_id": t, "samples": s}) + "\n" for t, s in merged.items()))
     outcome = run_eval(EvalSettings(suite=spec, samples=str(samples), out=str(work / "run"), ks=tuple(k),
                                     ps=tuple(p), allow_partial=True, **settings), progress=False)
-    return summarize(outcome.metrics, out=str(work / "run") if keep else None)
+    out = str(work / "run") if keep else None
+    return summarize(outcome.metrics, out) if "benchmark" in outcome.metrics else summarize_verified(outcome.metrics, out)
+
+
+def _platform_fields(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {"platform": metrics["platform"], "platform_description": metrics["platform_description"],
+            "interpreter_verified": metrics["interpreter_verified"], "is_amd": metrics["is_amd"]}
+
+
+def summarize_verified(metrics: dict[str, Any], out: str | None = None) -> dict[str, Any]:
+    """evaluate's result for the `verified` module: every metric of the run (`NAME`, `NAME_ci95`),
+    amdkv's rule only, then the platform and the counts."""
+    from amdkv.evaluation.format import metric_names
+
+    result: dict[str, Any] = {"suite": metrics.get("suite"), "policy": (metrics.get("settings") or {}).get("policy"),
+                              **_platform_fields(metrics)}
+    for name in metric_names(metrics):
+        result[name] = metrics[name].get("value")
+        result[f"{name}_ci95"] = metrics[name].get("ci95")
+    result.update({"n_tasks": metrics.get("n_tasks"), "n_samples": metrics.get("n_samples"),
+                   "status_counts": metrics.get("status_counts"), "out_dir": out})
+    return result
 
 
 def summarize(metrics: dict[str, Any], out: str | None = None) -> dict[str, Any]:
@@ -174,8 +205,7 @@ def summarize(metrics: dict[str, Any], out: str | None = None) -> dict[str, Any]
     bench = metrics["benchmark"]
     label = bench["amdkv_label"]
     result: dict[str, Any] = {"benchmark": bench["display"], "rule": bench["rule"], "policy": bench["policy"],
-                              "platform": metrics["platform"], "platform_description": metrics["platform_description"],
-                              "interpreter_verified": metrics["interpreter_verified"], "is_amd": metrics["is_amd"]}
+                              **_platform_fields(metrics)}
     for name, pair in bench["metrics"].items():
         theirs, ours = pair.get("benchmark_rule") or {}, pair.get(label) or {}
         result[name] = theirs.get("value")
