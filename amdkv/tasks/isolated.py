@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from amdkv.errors import InfrastructureError, TaskFormatError
-from amdkv.tasks.types import CASE_TAGS, COMPARATORS, Case, Task
-from amdkv.verify.candidate import source_sha256  # standard library only
+from amdkv.tasks.types import CASE_TAGS, COMPARATORS, Case, Task, source_sha256
 
 WORKER_MODULE = "amdkv.tasks.isolated_worker"
 DEFAULT_TIMEOUT_S = 60.0

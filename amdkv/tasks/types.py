@@ -20,6 +20,13 @@ CASE_TAGS = (CORRECTNESS, PERFORMANCE)
 COMPARATORS = ("default", "exact", "argmax", "topk", "sort", "scalar")
 
 
+def source_sha256(source: str) -> str:
+    """Full sha256 of any program text (candidates, task files): the identity verdict caches, records
+    and the isolated task loader key on. Here, at the bottom of the import graph, so that tasks and
+    verify share it without importing each other (verify.candidate re-exports it)."""
+    return hashlib.sha256(source.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
 def task_source_hash(source: str) -> str:
     """`Task.source_hash` of a task file's text (for text not loaded as a Task, e.g. a request's)."""
     return hashlib.sha256(source.encode()).hexdigest()[:16]

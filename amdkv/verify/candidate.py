@@ -9,12 +9,14 @@ it is being verified cannot change what is judged. Standard library only (light 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 from amdkv.errors import BadInputError, CandidateFormatError
+from amdkv.tasks.types import source_sha256  # re-exported: callers import it from here
+
+__all__ = ["Candidate", "as_candidate", "source_sha256"]
 
 LANGUAGES = ("auto", "triton", "hip")
 
@@ -59,10 +61,6 @@ class Candidate:
             raise CandidateFormatError(f"cannot read candidate file {path}: {exc}",
                                        hint="pass a readable .py file that defines ModelNew") from exc
         return cls(source=source, language=language, origin=dict(origin), name=str(path))
-
-
-def source_sha256(source: str) -> str:
-    return hashlib.sha256(source.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def as_candidate(candidate: "Candidate | str | os.PathLike[str] | None" = None, *, source: str | None = None,
