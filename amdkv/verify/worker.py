@@ -36,6 +36,7 @@ class _StartupParts:
 
     def __init__(self) -> None:
         self.clock = PhaseClock()
+        self.flags: dict[str, float] = {}  # what start-up found (reported beside the seconds)
 
     def step(self, name: str, fn: Any, *args: Any) -> Any:
         with self.clock.phase(name):
@@ -47,7 +48,7 @@ class _StartupParts:
         for name in self.clock.wall:
             out[f"{name}_s"] = round(self.clock.wall[name], 4)
             out[f"{name}_cpu_s"] = round(self.clock.cpu[name], 4)
-        return out
+        return {**out, **self.flags}
 
 
 # CU_CTX_SCHED_BLOCKING_SYNC: a thread waiting for the GPU sleeps on a driver event instead of
@@ -79,11 +80,11 @@ def _set_blocking_sync(device: str) -> bool:
         return False
 
 
-def _create_cuda_context(device: str) -> None:
+def _create_cuda_context(device: str) -> bool | None:
+    """Create this worker's CUDA context; returns whether blocking sync was set (None: not asked)."""
     import torch
 
-    if worker_settings().get("blocking_sync", True):
-        _set_blocking_sync(device)
+    blocking = _set_blocking_sync(device) if worker_settings().get("blocking_sync", True) else None
     torch.cuda.set_device(torch.device(device))
     torch.empty(1, device=device)  # create the context now, not inside the timed job
     # The pool shows a GPU worker only its own GPU (platform.worker_gpu_env). Check that the
@@ -93,6 +94,7 @@ def _create_cuda_context(device: str) -> None:
     if expected and torch.cuda.device_count() != int(expected):
         raise RuntimeError(f"this worker sees {torch.cuda.device_count()} GPU(s), expected {expected}: "
                            "the GPU visibility setting did not reach the GPU runtime")
+    return blocking
 
 
 def _load_triton_driver() -> None:
@@ -137,7 +139,9 @@ def _prepare_device(device: str, parts: _StartupParts) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     if device.startswith("cuda"):
-        parts.step("cuda_context", _create_cuda_context, device)
+        blocking = parts.step("cuda_context", _create_cuda_context, device)
+        if blocking is not None:  # verdict timings `worker_startup_blocking_sync`: 1 set, 0 refused
+            parts.flags["blocking_sync"] = 1.0 if blocking else 0.0
         parts.step("triton_driver", _load_triton_driver)
         if worker_settings().get("prewarm_profiler", True):
             parts.step("profiler", _prewarm_profiler, device)
