@@ -56,6 +56,7 @@ def test_what_every_worker_gets(tmp_path):
     assert device == "cuda:0" and settings["device"] == "cuda:0"
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and settings["visible_gpus"] == 1
     assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"  # one work queue: cheap context creation
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE"  # idle torch threads sleep between copies
     assert env["TRITON_CACHE_DIR"].startswith(str(tmp_path)) and env["TMPDIR"] == str(tmp_path)
     assert "TRITON_INTERPRET" not in env and settings["gpu_mem_fraction"] == 0.14
     assert settings["timing_lock"] and env["PATH"] == "/usr/bin"
@@ -76,5 +77,5 @@ def test_cpu_workers_run_the_interpreter_and_see_no_gpu_setting(tmp_path):
 
     env, device = worker_env(CPU, str(tmp_path), {}, None)
     assert device == "cpu" and env["TRITON_INTERPRET"] == "1"
-    assert not {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS"} & set(env)
+    assert not {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_WAIT_POLICY"} & set(env)
     assert "timing_lock" not in json.loads(env[WORKER_SETTINGS_ENV])

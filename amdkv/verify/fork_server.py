@@ -368,7 +368,7 @@ class ForkServer:
 # Settings that libraries read once at import time, so a forked worker cannot change them: the
 # server is started with the worker's values. TRITON_INTERPRET decides at import whether
 # triton.language's own @jit functions are interpreted.
-IMPORT_TIME_ENV = ("TRITON_INTERPRET",)
+IMPORT_TIME_ENV = ("TRITON_INTERPRET", "OMP_WAIT_POLICY")  # the latter read by libgomp when torch loads
 
 _SHARED: dict[tuple[tuple[str, str], ...], ForkServer] = {}
 _SHARED_LOCK = threading.Lock()
