@@ -24,11 +24,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
-import functools, json, sys, tempfile
+import functools, json, os, sys, tempfile
 import torch
 from amdkv.verify import os_sandbox as S
 variant, *mods = sys.argv[1].split("|")  # modifiers: noscope, wtmp, allow=NAME+NAME (seccomp)
-scratch = tempfile.mkdtemp(prefix="amdkv-probe-")
+from amdkv.verify.pool import make_worker_dirs
+_root, scratch, _in = make_worker_dirs()  # a worker's own folders (group rights as root)
+os.environ["TMPDIR"] = os.environ["TMP"] = os.environ["TEMP"] = scratch  # as pool.worker_env gives them
 plan = S.plan("auto", writable=[scratch], gpu=True, nproc=S.default_nproc(), file_size_bytes=1 << 32,
               cpu_seconds=120, data_bytes=32 << 30)
 if variant == "no_seccomp":
