@@ -1,12 +1,12 @@
 """Which part of the OS sandbox stops a GPU runtime from starting? (diagnostic for a GPU machine)
 
-Each variant runs in a fresh Python process that imports torch (no GPU touched), enters the worker's
-sandbox plan with one part changed, then starts CUDA/HIP (`torch.empty(1, device="cuda")`). Found
+Each variant runs in a fresh Python process that enters the worker's sandbox plan with parts changed,
+imports torch, then starts CUDA/HIP (`torch.empty(1, device="cuda")`). Found
 necessary on the H200 (session 7): every sandboxed GPU worker failed with
 "cudaGetDeviceCount() ... Error 304: OS call failed", and the sandbox's parts are separate
 mechanisms (namespaces, Landlock, seccomp, limits), so the fix depends on which one.
 
-Usage: python benchmarks/sandbox_gpu_probe.py --out DIR [--strace]
+Usage: python benchmarks/sandbox_gpu_probe.py --out DIR [--variants V,V] [--deep] [--strace]
 Writes DIR/probe.json and prints one line per variant.
 """
 
@@ -24,38 +24,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
-import functools, json, os, sys, tempfile
-import torch
+import functools, json, os, sys
 from amdkv.verify import os_sandbox as S
-variant, *mods = sys.argv[1].split("|")  # modifiers: noscope, wtmp, allow=NAME+NAME (seccomp)
+# VARIANT[|MODIFIER...]: off | full | only:PART+PART (ns, nnp, landlock, seccomp, limits); modifiers
+# noscope, noscope_unix, nodata (no RLIMIT_DATA), wtmp, rall, wall, dall, ioctl_all, allow=NAME+NAME
+variant, *mods = sys.argv[1].split("|")
 from amdkv.verify.pool import make_worker_dirs
 _root, scratch, _in = make_worker_dirs()  # a worker's own folders (group rights as root)
 os.environ["TMPDIR"] = os.environ["TMP"] = os.environ["TEMP"] = scratch  # as pool.worker_env gives them
 plan = S.plan("auto", writable=[scratch], gpu=True, nproc=S.default_nproc(), file_size_bytes=1 << 32,
               cpu_seconds=120, data_bytes=32 << 30)
-if variant == "no_seccomp":
-    S.apply_seccomp = lambda *a, **k: None
-elif variant.startswith("seccomp_allow_"):
-    allow = set(variant[len("seccomp_allow_"):].split("+"))
-    S.apply_seccomp = functools.partial(S.apply_seccomp, refused=tuple(x for x in S._REFUSED if x not in allow))
-elif variant == "no_landlock":
-    S._apply_landlock = lambda p, abi, applied: None
-elif variant == "no_landlock_scope":
-    S._LL_SCOPE_ABSTRACT_UNIX = S._LL_SCOPE_SIGNAL = 0
-elif variant == "landlock_write_tmp_shm":
-    plan = S.SandboxPlan(**{**plan.__dict__, "writable": plan.writable + tuple(S._existing(["/tmp", "/dev/shm", "/run"]))})
-elif variant == "no_namespaces":
-    S._enter_namespaces = lambda applied, missing: None
-elif variant == "no_rlimit_data":
-    plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None})
-elif variant == "no_limits":
-    plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None, "nproc": None, "cpu_seconds": None,
-                            "file_size_bytes": None})
 for mod in mods:
     if mod == "noscope":
         S._LL_SCOPE_ABSTRACT_UNIX = S._LL_SCOPE_SIGNAL = 0
     elif mod == "noscope_unix":
         S._LL_SCOPE_ABSTRACT_UNIX = 0
+    elif mod == "nodata":
+        plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None})
     elif mod == "wtmp":
         plan = S.SandboxPlan(**{**plan.__dict__, "writable": plan.writable + tuple(S._existing(["/tmp", "/dev/shm", "/run"]))})
     elif mod in ("rall", "wall", "dall", "ioctl_all"):  # widen one kind of Landlock rule to bisect
@@ -77,7 +62,10 @@ if variant.startswith("only:"):  # apply only these parts: ns, nnp, landlock, se
     if "limits" not in parts:
         plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None, "nproc": None, "cpu_seconds": None,
                                 "file_size_bytes": None})
+# entered single-threaded, before torch, as a forked worker does (a threaded process cannot enter a
+# user namespace). `applied` is enter()'s own list: a part patched out above may still be named.
 applied = {} if variant == "off" else S.enter(plan)
+import torch
 out = {"variant": sys.argv[1], "applied": applied.get("applied"), "missing": applied.get("missing")}
 step = "cuda init"
 try:
@@ -85,7 +73,6 @@ try:
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     if "--deep" in sys.argv:  # what a worker does next: a Triton JIT compile + launch, a profiler session
-        import os
         os.environ["TRITON_CACHE_DIR"] = scratch
         import importlib.util
         kernel_file = os.path.join(scratch, "probe_kernel.py")  # @triton.jit needs a source file
@@ -116,10 +103,13 @@ except Exception as exc:
 print("PROBE " + json.dumps(out))
 """
 
-VARIANTS = ("off", "full", "no_seccomp", "seccomp_allow_socket", "no_landlock", "no_landlock_scope",
-            "landlock_write_tmp_shm", "no_namespaces", "no_rlimit_data", "no_limits",
-            "only:limits", "only:nnp", "only:ns", "only:nnp+landlock", "only:nnp+seccomp", "only:ns+limits",
-            "only:")
+# each part removed, each part alone, and the allowances and Landlock widenings that located the
+# H200's failures (docs/sandbox.md)
+VARIANTS = ("off", "full", "only:ns+nnp+landlock+limits", "only:ns+nnp+seccomp+limits",
+            "only:nnp+landlock+seccomp+limits", "only:ns+nnp+landlock+seccomp", "full|nodata", "full|noscope",
+            "full|allow=socket", "full|wtmp", "only:", "only:limits", "only:nnp", "only:ns", "only:nnp+landlock",
+            "only:nnp+seccomp", "only:nnp+seccomp|allow=socket", "only:nnp+landlock|rall",
+            "only:nnp+landlock|wall", "only:nnp+landlock|dall", "only:nnp+landlock|ioctl_all")
 
 
 def run_variant(variant: str, strace_dir: Path | None, deep: bool = False) -> dict:

@@ -274,7 +274,7 @@ print(json.dumps(out))
 
 
 def test_gpu_workers_get_what_a_gpu_runtime_needs_and_no_more(tmp_path):
-    """What CUDA needed on the H200 to start inside the sandbox (os_sandbox.GPU_RUNTIME_NEEDS):
+    """What CUDA needed on the H200 to start inside the sandbox (os_sandbox.SandboxPlan.gpu_runtime):
     AF_UNIX sockets and writes beneath the worker's own /proc/<pid>. A GPU plan gets exactly that:
     TCP and netlink sockets, another process's /proc and /proc/sys stay refused; a CPU plan keeps
     refusing every socket and /proc write. Real seccomp and Landlock in a child process."""

@@ -155,7 +155,8 @@ def compute(module: str, predictions: Sequence[Sequence[str]], references: Seque
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix=f"amdkv-{module}-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        return _compute_in(work, spec, predictions, references, keep=out_dir is not None, k=k, p=p, device=device,
+        return _compute_in(work, spec, predictions, references, keep=out_dir is not None, verified=module == VERIFIED,
+                           k=k, p=p, device=device,
                            jobs=jobs, trials=trials, timeout=timeout, bootstrap=bootstrap, seed=seed,
                            verifier_url=verifier_url, verifier_token=verifier_token, policy=policy,
                            model_name=model_name)
@@ -165,7 +166,7 @@ def compute(module: str, predictions: Sequence[Sequence[str]], references: Seque
 
 
 def _compute_in(work: Path, spec: str, predictions: Sequence[Sequence[str]], references: Sequence[str], *,
-                keep: bool, k: Sequence[int], p: Sequence[float], **settings: Any) -> dict[str, Any]:
+                keep: bool, verified: bool, k: Sequence[int], p: Sequence[float], **settings: Any) -> dict[str, Any]:
     from amdkv.evaluation.runner import EvalSettings, run_eval
 
     samples = work / "samples.jsonl"
@@ -176,7 +177,7 @@ def _compute_in(work: Path, spec: str, predictions: Sequence[Sequence[str]], ref
     outcome = run_eval(EvalSettings(suite=spec, samples=str(samples), out=str(work / "run"), ks=tuple(k),
                                     ps=tuple(p), allow_partial=True, **settings), progress=False)
     out = str(work / "run") if keep else None
-    return summarize(outcome.metrics, out) if "benchmark" in outcome.metrics else summarize_verified(outcome.metrics, out)
+    return summarize_verified(outcome.metrics, out) if verified else summarize(outcome.metrics, out)
 
 
 def _platform_fields(metrics: dict[str, Any]) -> dict[str, Any]:

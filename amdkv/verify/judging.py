@@ -189,8 +189,7 @@ class JudgingMixin:
             v.timings[f"worker_{phase}_s"] = round(secs, 3)
         for field, suffix in (("phase_cpu_s", "cpu_s"), ("phase_children_cpu_s", "children_cpu_s")):
             for phase, secs in (report.get(field) or {}).items():  # host CPU; children = gcc, ptxas
-                if phase not in ("lock_wait", "lock_held"):  # wall-only: measured inside the timing phase
-                    v.timings[f"worker_{phase}_{suffix}"] = round(secs, 3)
+                v.timings[f"worker_{phase}_{suffix}"] = round(secs, 3)
         for part, secs in (report.get("startup_parts") or {}).items():  # cuda_context_s, ..._cpu_s
             v.timings[f"worker_startup_{part}"] = round(secs, 3)
         for key in ("cpu_s", "job_cpu_s"):  # host CPU of the worker process, gcc/ptxas children included

@@ -108,7 +108,7 @@ class SandboxPlan:
     file_size_bytes: int | None = None       # RLIMIT_FSIZE
     cpu_seconds: int | None = None           # RLIMIT_CPU (SIGXCPU at the soft limit)
     data_bytes: int | None = None            # RLIMIT_DATA (host memory of GPU workers)
-    gpu_runtime: bool = False                # what a GPU runtime needs to start (see GPU_RUNTIME_NEEDS)
+    gpu_runtime: bool = False                # what a GPU runtime needs to start (see "What NVIDIA's CUDA runtime needs")
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -177,7 +177,7 @@ def gpu_devices() -> tuple[str, ...]:
 # processes stays read-only. A path-based UNIX socket on the machine (a daemon's control socket)
 # is reachable where the worker's uid may write it: that is the price of a GPU runtime here, said
 # in docs/sandbox.md. ROCm's needs were not measured (no AMD GPU): the same allowances apply.
-GPU_RUNTIME_NEEDS = ("AF_UNIX sockets", "write beneath the worker's own /proc/<pid>")
+# SandboxPlan.gpu_runtime turns both on.
 AF_UNIX = 1
 
 
@@ -356,7 +356,7 @@ def seccomp_program(machine: str | None = None, refused: Sequence[str] = _REFUSE
                     unix_sockets: bool = False) -> bytes:
     """The BPF filter for this machine's architecture (x86_64, aarch64): `refused` by name, and clone
     with namespace flags. `unix_sockets`: socket() is allowed for AF_UNIX only (GPU workers: see
-    GPU_RUNTIME_NEEDS). (The tests pass a shorter list to play a container that refuses namespaces.)"""
+    SandboxPlan.gpu_runtime). (The tests pass a shorter list to play a container that refuses namespaces.)"""
     table = _SYSCALLS[machine or _platform.machine()]
     deny = _RET_ERRNO | errno.EPERM
     insns: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, 4)]          # A = arch

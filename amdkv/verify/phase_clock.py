@@ -31,10 +31,11 @@ class PhaseClock:
     `cpu`) over every `with clock.phase(name):` block.
 
     Phases named up front start at 0.0, so a report always has the same keys even when a step
-    never ran (an import error skips the trials)."""
+    never ran (an import error skips the trials). `wall_only`: times measured elsewhere and added
+    with `add_wall` (a lock's wait inside the timing phase), which have no CPU split of their own."""
 
-    def __init__(self, names: tuple[str, ...] = ()) -> None:
-        self.wall: dict[str, float] = {n: 0.0 for n in names}
+    def __init__(self, names: tuple[str, ...] = (), wall_only: tuple[str, ...] = ()) -> None:
+        self.wall: dict[str, float] = {n: 0.0 for n in names + wall_only}
         self.cpu: dict[str, float] = {n: 0.0 for n in names}
         self.children_cpu: dict[str, float] = {n: 0.0 for n in names}
 

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from amdkv.config import WORKER_SETTINGS_ENV, VerifierConfig
@@ -157,8 +158,7 @@ def worker_sandbox_plan(platform: PlatformInfo, config: VerifierConfig, workdir:
     extra = list(writable)
     if not platform.interpreter:
         lock = timing_lock_path(gpu_lock_key(platform.device))
-        with open(lock, "a"):  # a Landlock rule names an existing file
-            pass
+        Path(lock).touch()  # a Landlock rule names an existing file
         extra.append(lock)
     return os_sandbox.plan(
         config.sandbox, writable=[workdir, *extra], readable=readable, gpu=not platform.interpreter,

@@ -52,10 +52,11 @@ class _StartupParts:
 
 
 # CU_CTX_SCHED_BLOCKING_SYNC: a thread waiting for the GPU sleeps on a driver event instead of
-# spinning. With CUDA's default (spin while there are fewer contexts than cores) every worker
-# burns a host core through each synchronize; on the H200 the checked calls used 2.2 CPU-seconds
-# per wall second (docs/gpu.md, Speed). Timing is unaffected: kernel times come from GPU-side
-# events or the profiler's trace, and the wall-clock cross-check only bounds them from above.
+# spinning (CUDA's default spins while there are fewer contexts than cores). Tried because the
+# H200's checked calls used 2.2 CPU-seconds per wall second; the one run with it showed no CPU
+# change, and could not tell whether the driver took the flag (verdicts now say: docs/gpu.md,
+# Session 7). Timing is unaffected: kernel times come from GPU-side events or the profiler's
+# trace, and the wall-clock cross-check only bounds them from above.
 _CU_CTX_SCHED_BLOCKING_SYNC = 0x4
 
 
