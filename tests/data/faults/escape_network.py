@@ -45,7 +45,7 @@ def _attempt_network():
         store.set("escape", TOKEN)
         escaped.append("torch TCPStore")
     except Exception:
-        pass
+        pass  # refused: not an escape, the next attempt runs
     if _libc_connect():
         escaped.append("libc connect")
     try:
@@ -54,12 +54,12 @@ def _attempt_network():
         sock.close()
         escaped.append("udp sendto")
     except OSError:
-        pass
+        pass  # refused: not an escape, the next attempt runs
     try:
         socket.getaddrinfo("amdkv-escape.invalid", 53)
         escaped.append("dns")
     except OSError:
-        pass
+        pass  # refused: not an escape, the next attempt runs
     return escaped
 
 

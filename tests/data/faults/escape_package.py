@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
             torch.save(torch.zeros(4), PACKAGE + "/_escape_{{TOKEN}}.pt")
             escaped.append("torch.save")
         except Exception:
-            pass
+            pass  # refused: not an escape, the next attempt runs
         fd = LIBC.open((PACKAGE + "/_escape_{{TOKEN}}.py").encode(), os.O_WRONLY | os.O_CREAT, 0o644)
         if fd >= 0:
             LIBC.write(fd, b"PWNED = True\n", 13)

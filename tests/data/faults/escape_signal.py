@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
                 os.kill(pid, sig)
                 escaped.append(f"kill({pid}, {int(sig)})")
             except OSError:
-                pass
+                pass  # refused: not an escape, the next attempt runs
         if escaped:
             raise RuntimeError(f"ESCAPED: signalled {escaped}")
         out = torch.empty_like(x)
