@@ -21,7 +21,7 @@ import pytest
 
 from amdkv.config import VerifierConfig
 from amdkv.errors import InfrastructureError
-from amdkv.verify import os_sandbox
+from amdkv.verify import os_sandbox, pool
 from amdkv.verify.sandbox import run_python_module, with_package_on_path
 
 CAPS = os_sandbox.capabilities()
@@ -253,7 +253,7 @@ def test_workers_import_from_pythonpath_folders(tmp_path):
 
 GPU_RUNTIME_CHILD = r"""
 import json, os, socket, sys
-from amdkv.verify import os_sandbox
+from amdkv.verify import os_sandbox, pool
 plan = os_sandbox.plan("auto", writable=[sys.argv[1]], gpu=sys.argv[2] == "gpu")
 os_sandbox.enter(plan)
 out = {}
@@ -329,3 +329,36 @@ def test_gcc_finds_its_temp_folder_in_a_worker_run_as_root(tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["uids"][0] != 0 and out["uids"][1] == 0, out  # the hand-off this test is about happened
     assert out["rc"] == 0, out["stderr"]
+
+
+def test_a_root_worker_under_a_closed_folder_is_refused_with_the_fix():
+    """The same hand-off, found again on the H200 (session 8): the fault suite's worker folders lay
+    under a 0700 mkdtemp, gcc's access() with the worker's real ids failed on that parent, and every
+    Triton candidate there was a compile_error. A GPU worker (the one that runs gcc) is now refused
+    before it starts, with the folder that is closed and how to open it; a folder reachable by
+    root's group is accepted. (pytest's own tmp_path lies under a 0700 folder: this test makes its
+    folder in /tmp.)"""
+    import shutil
+    import tempfile
+
+    from amdkv.verify.platform import PlatformInfo
+
+    if os.geteuid() != 0:
+        pytest.skip("the real-uid hand-off happens only when the verifier runs as root")
+    closed = tempfile.mkdtemp(prefix="amdkv-closed-", dir="/tmp")  # mode 0700, as mkdtemp makes it
+    try:
+        assert pool.unreachable_for_root_worker(closed) is not None
+        root, scratch, _ = pool.make_worker_dirs(closed)
+        problem = pool.unreachable_for_root_worker(scratch)
+        assert problem is not None and closed in problem
+        os.chmod(closed, 0o750)  # root's group may search it now: the worker's real gid is root's
+        assert pool.unreachable_for_root_worker(scratch) is None
+        os.chmod(closed, 0o700)
+        shutil.rmtree(root)
+        gpu = PlatformInfo("cuda", "cuda:0", True, False)  # refused before anything starts: no GPU needed
+        with pytest.raises(InfrastructureError) as err:
+            pool.Spare(gpu, VerifierConfig(sandbox="auto"), base_tmp=closed)
+        assert closed in str(err.value) and "TMPDIR=/tmp" in str(err.value.hint)
+        assert os.listdir(closed) == [], "the refused spare left no folder"
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)

@@ -20,6 +20,7 @@ from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.pool import gpu_lock_key
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.timing import timing_lock_path
+from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, MISMATCH, OK, RUNTIME_ERROR, TIMEOUT, UNVERIFIABLE,
                                   CaseResult, Verdict, compiled_after, worst_status)
 
@@ -109,7 +110,7 @@ class JudgingMixin:
     def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
                     report: dict | None, outputs: dict | None, proc: Any) -> None:
         if proc.stdout.strip() or proc.stderr.strip():
-            v.diagnostics += f"\n[candidate stderr]\n{proc.stderr[-3000:]}" if proc.stderr.strip() else ""
+            v.diagnostics += f"\n[candidate stderr]\n{stderr_excerpt(proc.stderr, 3000)}" if proc.stderr.strip() else ""
         if proc.timed_out:
             reason = "interpreter_timeout" if self.platform.interpreter else "wall_timeout"
             return self.finish(v, TIMEOUT, reason, diag=f"the candidate did not finish within {self.timeout:.0f} s")

@@ -142,6 +142,32 @@ def make_worker_dirs(base_tmp: str | None = None) -> tuple[str, str, str]:
     return root, workdir, in_dir
 
 
+def unreachable_for_root_worker(folder: str) -> str | None:
+    """Why a worker started by root under the OS sandbox could not use `folder` as its temp folder,
+    or None. Such a worker's real uid is `nobody` (os_sandbox.NOBODY_UID) with root's groups, and
+    access() asks with those real ids: gcc checks its temp folder that way and, refused, falls back
+    to /tmp, which the sandbox forbids, and aborts, so every Triton candidate became a compile_error
+    (the H200's fault suite, session 8, whose folders lay under a 0700 mkdtemp). Every folder above
+    `folder` must be searchable by those ids, and `folder` itself readable, writable, searchable."""
+    from amdkv.verify.os_sandbox import NOBODY_UID
+
+    groups = {os.getgid(), *os.getgroups()}
+    path = os.path.abspath(folder)
+    chain = [path]
+    while os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+    for here in reversed(chain):
+        st = os.stat(here)
+        need = 0o7 if here == path else 0o1
+        bits = (st.st_mode >> 6) & 0o7 if st.st_uid == NOBODY_UID else \
+            (st.st_mode >> 3) & 0o7 if st.st_gid in groups else st.st_mode & 0o7
+        if bits & need != need:
+            return (f"{here} (mode {st.st_mode & 0o7777:04o}, owner {st.st_uid}:{st.st_gid}) is closed to a sandboxed "
+                    f"worker's real ids (uid {NOBODY_UID}, groups {sorted(groups)}), so gcc inside the worker cannot "
+                    f"use its temp folder {folder}")
+    return None
+
+
 def cpu_seconds_limit(timeout: float) -> int:
     """RLIMIT_CPU of a worker: a backstop for a spinning process its parent can no longer kill (a
     killed run), far above what a worker uses in its wall-clock timeout (10 busy cores)."""
@@ -181,6 +207,16 @@ class Spare:
         self.platform = platform
         self.root, self.workdir, self.in_dir = make_worker_dirs(base_tmp)
         self.sandbox = worker_sandbox_plan(platform, config, self.workdir, [self.in_dir, *readable], writable)
+        if self.sandbox is not None and os.geteuid() == 0 and not platform.interpreter:
+            # GPU workers run gcc (Triton's launcher build); interpreter workers run no compiler
+            problem = unreachable_for_root_worker(self.workdir)
+            if problem:
+                shutil.rmtree(self.root, ignore_errors=True)
+                raise InfrastructureError(
+                    f"running as root with the OS sandbox: {problem}",
+                    hint="put the verifier's temp folders where every parent folder is searchable by group root or "
+                         "by others (e.g. TMPDIR=/tmp, or chmod g+x the folder named), run as a non-root user, or "
+                         "AMDKV_SANDBOX=off (no OS confinement)")
         env, self.device = worker_env(platform, self.workdir, os.environ, gpu_mem_fraction, config)
         env.update(extra_env or {})
         if platform.name == "cuda" and config.seed_triton_stubs:  # the gcc run every spare would repeat

@@ -19,6 +19,7 @@ from amdkv.tasks.types import Task
 from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare
 from amdkv.verify.reference_cache import CaseFiles, case_key
+from amdkv.verify.worker_process import stderr_excerpt
 
 BASE_SEED = 1234
 INIT_SEED = 42
@@ -122,7 +123,7 @@ class ReferencesMixin:
             if proc.timed_out or not os.path.isfile(report_path):
                 raise ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
-                    f"{'timed out' if proc.timed_out else 'no report'}): {proc.stderr[-1500:]}",
+                    f"{'timed out' if proc.timed_out else 'no report'}): {stderr_excerpt(proc.stderr, 3000)}",
                     hint="the task file itself is broken or the machine is overloaded")
             report = json.loads(Path(report_path).read_text())
             if report.get("fatal"):

@@ -15,6 +15,7 @@ Two kinds of job:
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
@@ -196,6 +197,10 @@ class _ConnectionChannel:
 
 def serve(channel: Any, forked: bool = False) -> int:
     """Start up, say READY, run one job, write its report, say DONE, exit without teardown."""
+    # A worker killed by SIGSEGV/SIGABRT/SIGBUS leaves no report: the Python stack in its stderr is
+    # then the only evidence of where (a reference worker died with rc -11 and nothing else on the
+    # H200, session 8). It goes to the worker's stderr file, whose tail the verdict keeps.
+    faulthandler.enable(all_threads=True)
     device = worker_settings().get("device") or "cpu"
     t0 = time.monotonic()
     import torch  # noqa: F401  - the point of a spare is to have paid for these imports

@@ -21,6 +21,17 @@ STDOUT_KEEP_BYTES = 1 << 20  # a candidate that floods stdout/stderr is judged o
 STDERR_KEEP_BYTES = 1 << 20
 
 
+FATAL_MARK = "Fatal Python error"  # how faulthandler (enabled in every worker) begins its crash report
+
+
+def stderr_excerpt(text: str, keep: int) -> str:
+    """What of a worker's stderr a message keeps: from faulthandler's crash report on, when there
+    is one (the crashing thread's stack comes first, the tail would keep only other threads and
+    the module list), else the last `keep` characters."""
+    at = text.rfind(FATAL_MARK)
+    return text[at:at + keep] if at >= 0 else text[-keep:]
+
+
 def tail_bytes(path: str, keep: int) -> bytes:
     """The last `keep` bytes of a file (empty when it is missing)."""
     try:
