@@ -13,6 +13,15 @@ This script times, on the same random model (hidden 512, 6 layers, GQA 8/4, voca
   static_compiled  one process, `cache_implementation="static"`: transformers compiles the decoding
                    forward on CUDA (CUDA graphs); the first call's compile time is reported apart
   dynamic_xN       N processes at once, each as `dynamic` (the learning run's layout)
+  dynamic_fp32     as `dynamic` with float32 weights (the learning run's checkpoints are float32)
+  dynamic_long     as `dynamic`, batch 48, 1500 new tokens, left-padded prompts of 120-300 tokens
+                   (the learning run's held-out evaluation)
+  with_verifier    as `dynamic` while this process holds an open correctness-only GPU verifier
+                   (3 started spares, as the learning run's workers do)
+
+Measured on the H200, 2026-12-02 (session 8; first three variants): dynamic 7.39 ms/step,
+static_compiled 2.81 ms/step (22 s to compile), 4 processes 7.6-7.8 ms/step each. The learning run
+had measured 63-81 ms per step: sharing the GPU is not the cause; the other variants look for it.
 
 Each row: ms per decoding step (batch `--batch`, `--new-tokens` forced with min_new_tokens), tokens/s.
 Writes OUT/gen_speed.json and prints a table last. NVIDIA numbers (platform cuda), never AMD ones.
@@ -21,12 +30,15 @@ Writes OUT/gen_speed.json and prints a table last. NVIDIA numbers (platform cuda
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def build(device: str) -> Any:
@@ -42,11 +54,17 @@ def build(device: str) -> Any:
     return model
 
 
-def time_generate(model: Any, batch: int, prompt_len: int, new_tokens: int, calls: int, **gen: Any) -> dict[str, Any]:
+def time_generate(model: Any, batch: int, prompt_len: int, new_tokens: int, calls: int, ragged: bool = False,
+                  **gen: Any) -> dict[str, Any]:
     import torch
 
     ids = torch.randint(2, 8192, (batch, prompt_len), device=model.device)
     mask = torch.ones_like(ids)
+    if ragged:  # left padding, as a batch of real prompts of different lengths has
+        lengths = torch.randint(prompt_len * 2 // 5, prompt_len + 1, (batch,), generator=torch.Generator().manual_seed(0))
+        for row, n in enumerate(lengths.tolist()):
+            ids[row, :prompt_len - n] = 0
+            mask[row, :prompt_len - n] = 0
     seconds = []
     for _ in range(calls):
         if model.device.type == "cuda":
@@ -70,12 +88,26 @@ def one_process(args: argparse.Namespace, variant: str, queue: Any = None) -> di
     torch.set_num_threads(2)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = build(device)
+    if variant == "dynamic_fp32":
+        model.float()
     gen: dict[str, Any] = {}
     if variant == "static_compiled":
         gen["cache_implementation"] = "static"
+    batch, prompt_len, new_tokens = args.batch, args.prompt_len, args.new_tokens
+    if variant == "dynamic_long":
+        batch, prompt_len, new_tokens = 48, 300, 1500
     calls = 2  # the first call warms up (and compiles, for the static cache): the second is timed
-    row = {"variant": variant, "device": device, **time_generate(model, args.batch, args.prompt_len, args.new_tokens,
-                                                                   calls, **gen)}
+    with contextlib.ExitStack() as stack:
+        if variant == "with_verifier":
+            from amdkv.train.args import VerifierArguments
+            from amdkv.train.rl import open_reward_verifier
+
+            verifier = stack.enter_context(open_reward_verifier(VerifierArguments(
+                device="cuda" if device == "cuda" else "cpu", jobs=3, time_performance=False)))
+            for spare in getattr(getattr(verifier, "pool", None), "_spares", []):
+                spare.wait_ready()
+        row = {"variant": variant, "device": device, "batch": batch, "new_tokens": new_tokens,
+               **time_generate(model, batch, prompt_len, new_tokens, calls, ragged=variant == "dynamic_long", **gen)}
     if queue is not None:
         queue.put(row)
     return row
@@ -88,7 +120,7 @@ def main() -> int:
     ap.add_argument("--prompt-len", type=int, default=200)
     ap.add_argument("--new-tokens", type=int, default=256)
     ap.add_argument("--procs", type=int, default=4)
-    ap.add_argument("--variants", default="dynamic,static_compiled,dynamic_xN")
+    ap.add_argument("--variants", default="dynamic,dynamic_fp32,dynamic_long,with_verifier,static_compiled,dynamic_xN")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
