@@ -16,6 +16,8 @@ This script times, on the same random model (hidden 512, 6 layers, GQA 8/4, voca
   dynamic_fp32     as `dynamic` with float32 weights (the learning run's checkpoints are float32)
   dynamic_long     as `dynamic`, batch 48, 1500 new tokens, left-padded prompts of 120-300 tokens
                    (the learning run's held-out evaluation)
+  static_long      as `dynamic_long` with a preallocated (static) cache and compilation off (TRL's
+                   setting: it passes disable_compile=True): a growing cache against a fixed one
   with_verifier    as `dynamic` while this process holds an open correctness-only GPU verifier
                    (3 started spares, as the learning run's workers do)
 
@@ -91,10 +93,12 @@ def one_process(args: argparse.Namespace, variant: str, queue: Any = None) -> di
     if variant == "dynamic_fp32":
         model.float()
     gen: dict[str, Any] = {}
-    if variant == "static_compiled":
+    if variant in ("static_compiled", "static_long"):
         gen["cache_implementation"] = "static"
+    if variant == "static_long":
+        gen["disable_compile"] = True
     batch, prompt_len, new_tokens = args.batch, args.prompt_len, args.new_tokens
-    if variant == "dynamic_long":
+    if variant in ("dynamic_long", "static_long"):
         batch, prompt_len, new_tokens = 48, 300, 1500
     calls = 2  # the first call warms up (and compiles, for the static cache): the second is timed
     with contextlib.ExitStack() as stack:
@@ -107,7 +111,7 @@ def one_process(args: argparse.Namespace, variant: str, queue: Any = None) -> di
             for spare in getattr(getattr(verifier, "pool", None), "_spares", []):
                 spare.wait_ready()
         row = {"variant": variant, "device": device, "batch": batch, "new_tokens": new_tokens,
-               **time_generate(model, batch, prompt_len, new_tokens, calls, ragged=variant == "dynamic_long", **gen)}
+               **time_generate(model, batch, prompt_len, new_tokens, calls, ragged=variant.endswith("_long"), **gen)}
     if queue is not None:
         queue.put(row)
     return row
@@ -120,7 +124,7 @@ def main() -> int:
     ap.add_argument("--prompt-len", type=int, default=200)
     ap.add_argument("--new-tokens", type=int, default=256)
     ap.add_argument("--procs", type=int, default=4)
-    ap.add_argument("--variants", default="dynamic,dynamic_fp32,dynamic_long,with_verifier,static_compiled,dynamic_xN")
+    ap.add_argument("--variants", default="dynamic,dynamic_fp32,dynamic_long,static_long,with_verifier,static_compiled,dynamic_xN")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

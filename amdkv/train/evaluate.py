@@ -38,8 +38,14 @@ class PassAtOne:
 
 
 def generate_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
-                     batch_size: int = 64, chat_template_kwargs: dict[str, Any] | None = None) -> list[str]:
-    """Greedy replies (text without special tokens), batched with left padding."""
+                     batch_size: int = 64, chat_template_kwargs: dict[str, Any] | None = None,
+                     cache_implementation: str | None = None) -> list[str]:
+    """Greedy replies (text without special tokens), batched with left padding.
+
+    `cache_implementation="static"` preallocates the KV cache for prompt + `max_new_tokens` instead
+    of growing it every step (transformers then compiles the decoding step on CUDA): the same
+    greedy tokens, and on the H200 2.6x faster per step (docs/training.md); None: transformers'
+    default (a growing dynamic cache)."""
     import torch
 
     was_training, side = model.training, tokenizer.padding_side
@@ -55,7 +61,8 @@ def generate_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str
             enc = {k: v.to(device) for k, v in enc.items()}
             with torch.no_grad():
                 out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                     pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+                                     pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                                     cache_implementation=cache_implementation)
             replies += tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
     finally:
         model.train(was_training)
@@ -65,12 +72,14 @@ def generate_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str
 
 def pass_at_1(model: Any, tokenizer: Any, tasks: Sequence[Any], verifier: Any, *,
               prompt_config: PromptConfig | None = None, system_prompt: bool = True, max_new_tokens: int = 1024,
-              batch_size: int = 64, step: int | None = None) -> PassAtOne:
-    """Greedy pass@1 of `model` on `tasks`, verified by `verifier` (any BaseVerifier)."""
+              batch_size: int = 64, step: int | None = None, cache_implementation: str | None = None) -> PassAtOne:
+    """Greedy pass@1 of `model` on `tasks`, verified by `verifier` (any BaseVerifier);
+    `cache_implementation` as in `generate_replies`."""
     t0 = time.perf_counter()
     config = prompt_config or PromptConfig()
     prompts = [prompt_messages(t, config, system_prompt) for t in tasks]
-    replies = generate_replies(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    replies = generate_replies(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                               cache_implementation=cache_implementation)
     scorer = VerdictReward(verifier, {t.id: t for t in tasks}, language=config.language, target_platform=None)
     scores, _, _ = scorer.score_texts(replies, [t.id for t in tasks])
     per_task = {t.id: s.status for t, s in zip(tasks, scores)}
