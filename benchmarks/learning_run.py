@@ -45,7 +45,9 @@ REPO = Path(__file__).resolve().parent.parent
 class Plan:
     """Every knob of the experiment (the defaults are the H200 run; `tiny()` is the CPU test)."""
 
-    train_suite: str = "procedural:train?n=1024&seed=0"
+    # session 8: 4x the train tasks and a step count instead of epochs (the 2026-12-01 run fitted
+    # 1024 solutions in 192 steps and transferred nothing to held-out compositions)
+    train_suite: str = "procedural:train?n=4096&seed=0"
     heldout_suite: str = "procedural:heldout?n=48&seed=0"
     max_train_tasks: int | None = None
     max_heldout_tasks: int | None = None
@@ -57,7 +59,8 @@ class Plan:
     intermediate: int = 1536
     vocab: int = 8192
     sft_epochs: float = 6.0
-    sft_max_steps: int = -1
+    sft_max_steps: int = 480               # ~145 s for two seeds at once on the H200 (3.3 steps/s measured)
+    sft_seconds: float = 170.0             # the SFT phase stops here whatever its step (a safety, not the plan)
     sft_batch: int = 32
     sft_lr: float = 2e-3
     rl_max_steps: int = 60
@@ -65,7 +68,7 @@ class Plan:
     rl_generations: int = 8
     rl_lr: float = 1e-4
     rl_temperature: float = 0.9
-    rl_eval_every: int = 5
+    rl_eval_every: int = 10
     audit_every: int = 5
     max_new_tokens: int | None = None    # None: the longest train solution + 64 tokens
     # preallocated KV cache for every generation (RL and held-out evaluation): same tokens, no
@@ -142,6 +145,19 @@ def worker_setup(plan: Plan, work: Path, name: str) -> None:
     torch.set_num_threads(plan.threads)
 
 
+def stop_at(deadline: float) -> Any:
+    """A TrainerCallback that ends training after the step during which `deadline` (time.time())
+    passed: every phase of this run has a wall-clock budget, not only a step count."""
+    from transformers import TrainerCallback
+
+    class StopAt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if time.time() > deadline:
+                control.should_training_stop = True
+
+    return StopAt()
+
+
 # ------------------------------------------------------------------------------------------ SFT worker
 def sft_worker(plan: Plan, work: Path, seed: int) -> None:
     name = f"sft_seed{seed}"
@@ -186,7 +202,7 @@ def run_sft(plan: Plan, work: Path, seed: int) -> dict[str, Any]:
                          max_length=setup["max_length"], logging_steps=10, save_strategy="no", report_to="none",
                          seed=seed, gradient_checkpointing=False, dataloader_num_workers=0, **dev)
         trainer = build_sft_trainer(args, ModelConfig(), AmdkvSFTArguments(), train_dataset=data, model=model,
-                                    tokenizer=tok)
+                                    tokenizer=tok, callbacks=[stop_at(time.time() + plan.sft_seconds)])
         t0 = time.perf_counter()
         trainer.train()
         out["sft_seconds"] = time.perf_counter() - t0
@@ -210,7 +226,7 @@ def rl_worker(plan: Plan, work: Path, seed: int, control: bool, deadline: float)
 
 
 def run_rl(plan: Plan, work: Path, seed: int, control: bool, deadline: float, name: str) -> dict[str, Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, ModelConfig
 
     from amdkv.train.args import AmdkvRLArguments, AuditArguments
@@ -224,11 +240,6 @@ def run_rl(plan: Plan, work: Path, seed: int, control: bool, deadline: float, na
     model = AutoModelForCausalLM.from_pretrained(work / f"sft_seed{seed}")
     dev = device_settings(plan)
     reserve = 1.5 * sft["after_sft"]["seconds"] + 10.0  # the final evaluation must fit before the deadline
-
-    class Deadline(TrainerCallback):
-        def on_step_end(self, args, state, control_, **kw):
-            if time.time() > deadline - reserve:
-                control_.should_training_stop = True
 
     args = GRPOConfig(output_dir=str(work / name), max_steps=plan.rl_max_steps,
                       per_device_train_batch_size=plan.rl_prompts_per_step * plan.rl_generations,
@@ -246,7 +257,7 @@ def run_rl(plan: Plan, work: Path, seed: int, control: bool, deadline: float, na
                                   system_prompt=False, max_new_tokens=setup["max_new_tokens"],
                                   batch_size=plan.eval_batch, cache_implementation=plan.cache_implementation)
         trainer = build_grpo_trainer(args, ModelConfig(), amdkv, model=model, tokenizer=tok, tasks=train,
-                                     verifier=verifier, audit_verifier=audit_verifier, callbacks=[Deadline(), curve])
+                                     verifier=verifier, audit_verifier=audit_verifier, callbacks=[stop_at(deadline - reserve), curve])
         t0 = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - t0
