@@ -21,8 +21,10 @@
 #   fault the fault suite and the OS sandbox's cost (benchmarks/fault_suite_gpu.py)
 #   ext   external benchmarks' references against their own harnesses (benchmarks/external_gpu.py;
 #         needs .ext/ and the harness wheels: docs/benchmarks.md)
+#   gen   `amdkv gen` over every bundled task with a served tiny model and with replay (benchmarks/gen_gpu.py)
+#   gs    decoding speed of the learning run's model, variant by variant (benchmarks/gen_speed.py)
 # Limits (seconds, env): REFS_S=330 ADV_S=150 FID_S=150 TP_S=420 HIP_S=420 LEARN_S=560 TTHR_S=300
-# DRY_S=120 PROC_S=240 SERVE_S=240 FAULT_S=240 EXT_S=420. JOBS (refs) default 8.
+# DRY_S=120 PROC_S=240 SERVE_S=240 FAULT_S=320 EXT_S=420 GEN_S=400 GS_S=240. JOBS (refs) default 8.
 # The HF libraries the image lacks (datasets, trl, evaluate, fastapi, ...) come as wheels in WHEELS
 # (default .whl, carried): installed once into /tmp/site, first on PYTHONPATH.
 # A step cut by its limit gets SIGINT first (Python unwinds and kills its workers), SIGKILL 20 s later.
@@ -93,13 +95,20 @@ for step in $STEPS; do
       run_step serve "${SERVE_S:-240}" python3 benchmarks/serve_vs_inprocess.py --out "$OUT/serve" ${SERVE_FLAGS:-}
       tail -n 8 "$OUT/serve/log.txt" >> "$SUMMARY" ;;
     fault)
-      run_step fault "${FAULT_S:-240}" python3 benchmarks/fault_suite_gpu.py --out "$OUT/fault" ${FAULT_FLAGS:-}
+      run_step fault "${FAULT_S:-320}" python3 benchmarks/fault_suite_gpu.py --out "$OUT/fault" ${FAULT_FLAGS:-}
       tail -n 30 "$OUT/fault/log.txt" >> "$SUMMARY" ;;
     ext)
       run_step ext "${EXT_S:-420}" python3 benchmarks/external_gpu.py --out "$OUT/ext" --kernelbench .ext/KernelBench \
         --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench --harness-site /tmp/site --jobs 8 ${EXT_FLAGS:-}
       tail -n 30 "$OUT/ext/log.txt" >> "$SUMMARY" ;;
-    *) echo "unknown step $step (refs adv fid tp hip learn tthr dry proc serve fault ext)" | tee -a "$SUMMARY"; continue ;;
+    gen)
+      run_step gen "${GEN_S:-400}" python3 benchmarks/gen_gpu.py --out "$OUT/gen" \
+        --budget-s "$(( ${GEN_S:-400} - 120 ))" ${GEN_FLAGS:-}
+      tail -n 12 "$OUT/gen/log.txt" >> "$SUMMARY" ;;
+    gs)
+      run_step gs "${GS_S:-240}" python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-}
+      tail -n 10 "$OUT/gs/log.txt" >> "$SUMMARY" ;;
+    *) echo "unknown step $step (refs adv fid tp hip learn tthr dry proc serve fault ext gen gs)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) stay behind: they are large and not results
   tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' -czf "$OUT/$step.tgz" "$step" \
