@@ -65,3 +65,26 @@ def test_the_tool_finds_a_planted_cycle(tmp_path):
     (pkg / "b.py").write_text("def f():\n    from amdkv.a import x\n")
     assert tool.cycles(tool.build_graph(tmp_path)) == []
     assert tool.cycles(tool.build_graph(tmp_path, lazy=True)) == [["amdkv.a", "amdkv.b"]]
+
+
+def test_the_tool_finds_a_planted_package_cycle(tmp_path):
+    """Package level: a module of `amdkv.a` importing one of `amdkv.b` at module level and a module
+    of `amdkv.b` importing one of `amdkv.a` inside a function is a package cycle only when lazy imports
+    count; both edges at module level make it a module-level package cycle (with no module cycle)."""
+    tool = _tool()
+    pkg = tmp_path / "amdkv"
+    for sub in ("a", "b"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "x.py").write_text("from amdkv.b import y\n")
+    (pkg / "a" / "z.py").write_text("")
+    (pkg / "b" / "y.py").write_text("def f():\n    from amdkv.a import z\n")
+    report = tool.package_report(tmp_path)
+    assert report["cycles"] == []
+    assert report["lazy_cycles"] == [["amdkv.a", "amdkv.b"]]
+    assert report["edges"]["amdkv.a -> amdkv.b"] == {"kind": "module", "via": ["amdkv.a.x -> amdkv.b.y"]}
+    assert report["edges"]["amdkv.b -> amdkv.a"] == {"kind": "lazy", "via": ["amdkv.b.y -> amdkv.a.z"]}
+    (pkg / "b" / "y.py").write_text("from amdkv.a import z\n")
+    assert tool.cycles(tool.build_graph(tmp_path)) == []
+    assert tool.package_report(tmp_path)["cycles"] == [["amdkv.a", "amdkv.b"]]
