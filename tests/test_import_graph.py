@@ -52,6 +52,26 @@ def test_no_new_cycle_through_lazy_imports():
     assert found == [], "import cycle(s) through lazy imports:\n" + _describe(graph, found)
 
 
+def _describe_packages(report: dict, found: list[list[str]], lazy: bool) -> str:
+    lines = []
+    for component in found:
+        for a in component:
+            for b in component:
+                edge = report["edges"].get(f"{a} -> {b}")
+                if edge and (lazy or edge["kind"] == "module"):
+                    lines.append(f"{a} -> {b} [{edge['kind']}]: " + "; ".join(edge["via"]))
+    return "\n".join(lines)
+
+
+def test_no_package_cycle_among_module_level_imports():
+    """Between subpackages (and top-level modules), module-level imports form no cycle either: a stage
+    imports the stages below it, never one above (issue 20 removed tasks <-> verify)."""
+    report = _tool().package_report(ROOT)
+    assert {"amdkv.tasks", "amdkv.verify", "amdkv.toolchain"} <= set(report["packages"])
+    assert report["cycles"] == [], ("package cycle(s) among module-level imports:\n"
+                                    + _describe_packages(report, report["cycles"], lazy=False))
+
+
 def test_the_tool_finds_a_planted_cycle(tmp_path):
     """The check can fail: a two-module package with a module-level cycle is reported, and the same
     cycle through an import inside a function counts only in the lazy graph."""
