@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 from amdkv.toolchain.chroot import run_in_chroot
 from amdkv.toolchain.locate import HipToolchain, find_toolchain
-from amdkv.verify.sandbox import run_process
+from amdkv.process import run_process
 from amdkv.verify.verdict import ArchResources
 from amdkv.toolchain.remarks import parse_resource_remarks
 
