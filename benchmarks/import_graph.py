@@ -14,7 +14,14 @@ Usage::
     python benchmarks/import_graph.py --edges    # also every edge, one per line
     python benchmarks/import_graph.py --json     # machine-readable
     python benchmarks/import_graph.py --lazy     # informational: imports inside functions too
-    python benchmarks/import_graph.py --packages # informational: between amdkv's subpackages
+    python benchmarks/import_graph.py --packages # between amdkv's subpackages (see below)
+
+Package level (``--packages``): each subpackage (``amdkv.verify``, ``amdkv.tasks``...) and each
+top-level module (``amdkv.errors``, ``amdkv.config``...) is one node; A -> B when any module of A
+imports any module of B. Two graphs are reported side by side: the edges made by module-level
+imports, and those made only by lazy imports (inside functions). A module-level package cycle makes
+the exit status 1; a cycle that needs a lazy edge is listed (and counts for the exit status only
+with ``--lazy``). ``--edges`` lists every package edge with the module edges behind it.
 """
 
 from __future__ import annotations
@@ -112,15 +119,73 @@ def build_graph(root: Path = ROOT, package: str = PACKAGE, lazy: bool = False) -
     return graph
 
 
+def package_of(mod: str) -> str:
+    """The node a module belongs to in the package graph: its top-level subpackage
+    (``amdkv.verify.amd.archs`` -> ``amdkv.verify``), or itself for a top-level module (``amdkv.errors``)."""
+    return ".".join(mod.split(".")[:2])
+
+
+def package_edges(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Each edge between two packages with the module edges behind it: {(A, B): [(a, b), ...]}, sorted."""
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for mod in sorted(graph):
+        for target in sorted(graph[mod]):
+            pair = (package_of(mod), package_of(target))
+            if pair[0] != pair[1]:
+                out.setdefault(pair, []).append((mod, target))
+    return out
+
+
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The same edges between amdkv's top-level subpackages (``amdkv.verify``, ``amdkv.toolchain``...)."""
-    def top(mod: str) -> str:
-        return ".".join(mod.split(".")[:2])
-
-    out: dict[str, set[str]] = {}
-    for mod, targets in graph.items():
-        out.setdefault(top(mod), set()).update(top(t) for t in targets if top(t) != top(mod))
+    out: dict[str, set[str]] = {package_of(mod): set() for mod in graph}
+    for a, b in package_edges(graph):
+        out[a].add(b)
     return out
+
+
+def package_report(root: Path = ROOT, package: str = PACKAGE) -> dict:
+    """Both package graphs: ``edges`` maps "A -> B" to its kind (``module`` when a module-level import
+    makes it, else ``lazy``) and the module edges behind it (module-level ones only, for a ``module``
+    edge); ``cycles`` are the package cycles among module-level imports, ``lazy_cycles`` those when
+    lazy imports count too."""
+    eager_graph, full_graph = build_graph(root, package), build_graph(root, package, lazy=True)
+    eager, full = package_edges(eager_graph), package_edges(full_graph)
+    edges = {f"{a} -> {b}": {"kind": "module" if (a, b) in eager else "lazy",
+                             "via": [f"{m} -> {t}" for m, t in eager.get((a, b), via)]}
+             for (a, b), via in sorted(full.items())}
+    return {"packages": sorted(package_graph(full_graph)), "edges": edges,
+            "cycles": cycles(package_graph(eager_graph)),
+            "lazy_cycles": cycles(package_graph(full_graph))}
+
+
+def _print_packages(report: dict, show_edges: bool) -> None:
+    edges = report["edges"]
+    n_module = sum(e["kind"] == "module" for e in edges.values())
+
+    def line(name: str) -> str:
+        e = edges[name]
+        more = f" (+{len(e['via']) - 1} more)" if len(e["via"]) > 1 else ""
+        label = "module level" if e["kind"] == "module" else "lazy only"
+        return f"    {name}  [{label}: {e['via'][0]}{more}]"
+
+    if show_edges:
+        for name, e in edges.items():
+            print(f"{name}  [{'module level' if e['kind'] == 'module' else 'lazy only'}]")
+            for via in e["via"]:
+                print(f"    {via}")
+    print(f"{len(report['packages'])} subpackages and top-level modules of {PACKAGE}/: {n_module} package "
+          f"edges through module-level imports, {len(edges) - n_module} more through lazy imports only")
+    for key, kind in (("cycles", "module-level imports"),
+                      ("lazy_cycles", "module-level and lazy (in-function) imports")):
+        print(f"{len(report[key])} package cycle(s) among {kind}")
+        for component in report[key]:
+            print("  cycle: " + ", ".join(component))
+            for a in component:
+                for b in component:
+                    name = f"{a} -> {b}"
+                    if name in edges and (key == "lazy_cycles" or edges[name]["kind"] == "module"):
+                        print(line(name))
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -169,11 +234,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lazy", action="store_true",
                         help="also count imports inside functions (informational: these are allowed)")
     parser.add_argument("--packages", action="store_true",
-                        help="edges between top-level subpackages instead of modules (informational)")
+                        help="edges between top-level subpackages instead of modules; with --lazy, a "
+                             "package cycle through lazy imports also makes the exit status 1")
     args = parser.parse_args(argv)
-    graph = build_graph(lazy=args.lazy)
     if args.packages:
-        graph = package_graph(graph)
+        report = package_report()
+        found = report["cycles"] + (report["lazy_cycles"] if args.lazy else [])
+        if args.json:
+            print(json.dumps(report, indent=1))
+        else:
+            _print_packages(report, args.edges)
+        return 1 if found else 0
+    graph = build_graph(lazy=args.lazy)
     found = cycles(graph)
     n_edges = sum(len(t) for t in graph.values())
     if args.json:
@@ -185,8 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             for target in sorted(graph[mod]):
                 print(f"{mod} -> {target}")
     kind = "module-level and lazy (in-function)" if args.lazy else "module-level"
-    unit = "subpackages" if args.packages else "modules"
-    print(f"{len(graph)} {unit}, {n_edges} {kind} import edges inside {PACKAGE}/")
+    print(f"{len(graph)} modules, {n_edges} {kind} import edges inside {PACKAGE}/")
     print(f"{len(found)} cycle(s) among {kind} imports")
     for component in found:
         members = set(component)

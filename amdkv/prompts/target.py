@@ -1,6 +1,6 @@
 """What the prompts tell a model about its AMD target: one table of facts per architecture.
 
-Register file, LDS, wavefront and workgroup limits come from `amdkv.verify.amd.archs` (the same
+Register file, LDS, wavefront and workgroup limits come from `amdkv.archs` (the same
 numbers the verifier checks resources against); bandwidth and matrix peaks from
 `amdkv.verify.gpu_specs` (the roofline table). What is added here is what a kernel author needs
 and the verifier does not: the product and its compute-unit count, the matrix-core (MFMA) data
@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from amdkv.errors import BadInputError
-from amdkv.verify.amd.archs import ARCHS, AmdArch
+from amdkv.archs import ARCHS, AmdArch
 from amdkv.verify.gpu_specs import GPU_SPECS, GpuSpec
 
 DEFAULT_ARCH = "gfx942"

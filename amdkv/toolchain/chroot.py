@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from amdkv.toolchain.errors import ToolchainError
-from amdkv.verify.sandbox import ProcessResult, run_process
+from amdkv.process import ProcessResult, run_process
 
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -52,5 +52,5 @@ def chroot_argv(root: Path, argv: Sequence[str], *, env: Mapping[str, str] | Non
 def run_in_chroot(root: Path, argv: Sequence[str], *, timeout: float,
                   env: Mapping[str, str] | None = None, binds: Mapping[str, str] | None = None,
                   cwd: str = "/") -> ProcessResult:
-    """Run `argv` in the chroot through `sandbox.run_process` (own process group, timeout)."""
+    """Run `argv` in the chroot through `amdkv.process.run_process` (own process group, timeout)."""
     return run_process(chroot_argv(root, argv, env=env, binds=binds, cwd=cwd), timeout=timeout)

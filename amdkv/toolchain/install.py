@@ -22,7 +22,7 @@ from amdkv.toolchain import locate
 from amdkv.toolchain.chroot import run_in_chroot
 from amdkv.toolchain.errors import ToolchainError
 from amdkv.toolchain.mirror import debian_mirror
-from amdkv.verify.sandbox import run_process
+from amdkv.process import run_process
 
 BASE_PACKAGES = ("hipcc", "libamdhip64-dev", "rocm-device-libs-21")
 TORCH_PACKAGES = ("librocthrust-dev", "libpython3-dev")

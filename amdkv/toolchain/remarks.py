@@ -11,8 +11,7 @@ import re
 import shutil
 import subprocess
 
-from amdkv.verify.amd.archs import lds_limit
-from amdkv.verify.verdict import ArchResources
+from amdkv.archs import ArchResources, lds_limit
 
 _TAG = "[-Rpass-analysis=kernel-resource-usage]"
 _LINE = re.compile(r"remark:\s*(.*?)\s*\[-Rpass-analysis=kernel-resource-usage\]")

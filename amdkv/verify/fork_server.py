@@ -381,7 +381,7 @@ def shared(worker_env: dict[str, str]) -> ForkServer:
     with _SHARED_LOCK:
         server = _SHARED.get(key)
         if server is None or not server.alive:
-            from amdkv.verify.child_process import with_package_on_path
+            from amdkv.process import with_package_on_path
 
             env = with_package_on_path({k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV})
             env.update(dict(key))
@@ -425,7 +425,7 @@ def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[st
     sandbox.ProcessResult."""
     import tempfile
 
-    from amdkv.verify.child_process import ProcessResult
+    from amdkv.process import ProcessResult
 
     start = time.monotonic()
     server = shared(env)

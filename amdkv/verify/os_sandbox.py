@@ -571,7 +571,7 @@ def probe() -> dict[str, Any]:
 def capabilities() -> dict[str, Any]:
     """What this machine's kernel lets a worker's sandbox do (probed once per process in a fresh
     child: namespaces cannot be tried in a threaded process, and a confined process stays so)."""
-    from amdkv.verify.child_process import with_package_on_path
+    from amdkv.process import with_package_on_path
 
     try:
         res = subprocess.run([sys.executable, "-m", "amdkv.verify.os_sandbox", "probe"], capture_output=True,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Mapping
 
+from amdkv.source_ast import module_bindings
 from amdkv.verify.static_checks import Finding, _dotted, torch_compute_name
 
 PROGRAM_KEY = "candidate_program"
@@ -82,21 +83,6 @@ def trusted_first_line(spec: Mapping[str, Any], candidate_source: str) -> int:
     return len(candidate_source.rstrip("\n").split("\n")) + 2
 
 
-def module_bindings(tree: ast.Module) -> set[str]:
-    """Names a module binds at its top level (definitions, imports, assignments)."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name.split(".")[0]) for a in node.names)
-        else:
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    names.add(sub.id)
-    return names
-
-
 def _aliases(tree: ast.Module) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -147,14 +133,3 @@ def allowed_imports(spec: Mapping[str, Any] | None) -> frozenset[str]:
         return frozenset()
     return frozenset(m for m in spec.get("allowed_imports", ())
                      if not any(m == n or m.startswith(n + ".") for n in NEVER_ALLOWED_IMPORTS))
-
-
-def imported_modules(source: str) -> list[str]:
-    """Modules a kernel part imports (`import a.b` -> a.b; `from a.b import c` -> a.b)."""
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            out.add(node.module)
-    return sorted(out)

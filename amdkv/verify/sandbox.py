@@ -1,67 +1,19 @@
-"""Run a command in its own process group with a wall-clock timeout and a memory cap.
+"""The verifier's runner of child Python processes: `python -m MODULE` forked from the fork server
+or exec'd, confined by the OS sandbox when asked.
 
-Every untrusted piece of work (a candidate, a compile of a candidate's kernels) runs through
-here: on timeout or crash the whole group is killed, so grandchildren (compilers, helper
-processes) never outlive the verdict.
+The process primitives (`run_process`: own process group, wall-clock timeout, memory cap;
+`ProcessResult`, `kill_group`, `memory_cap_preexec`, `package_root`, `with_package_on_path`) live in
+`amdkv/process.py`, below the verifier and the HIP toolchain, which both use them; they are
+re-exported here because the verifier's modules, its tests and its users import them from here.
 """
 
 from __future__ import annotations
 
-import os
-import resource
-import signal
-import subprocess
-import time
 from typing import Any, Mapping, Sequence
 
-# Re-exported: callers import them from here (the process primitives' home before child_process.py).
-from amdkv.verify.child_process import ProcessResult, package_root, with_package_on_path  # noqa: F401
-
-
-def memory_cap_preexec(max_address_space_bytes: int | None):
-    """A preexec_fn that caps the child's address space (RLIMIT_AS).
-
-    Only used on CPU platforms: CUDA and ROCm runtimes reserve huge virtual ranges, so an
-    address-space cap breaks GPU processes; there the GPU memory cap is enforced instead.
-    """
-
-    def _apply() -> None:
-        if max_address_space_bytes:
-            resource.setrlimit(resource.RLIMIT_AS, (max_address_space_bytes, max_address_space_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps from crashing candidates
-
-    return _apply
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the process group of `proc` (it was started with start_new_session=True)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
-                cwd: str | None = None, max_address_space_bytes: int | None = None,
-                stdin_text: str | None = None) -> ProcessResult:
-    """Run `argv` to completion or until `timeout` seconds; always reaps the process group."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv), cwd=cwd, env=dict(env) if env is not None else None,
-        stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=memory_cap_preexec(max_address_space_bytes),
-    )
-    try:
-        out, err = proc.communicate(stdin_text, timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = proc.communicate()
-        timed_out = True
-    finally:
-        kill_group(proc)  # grandchildren left behind die with the group
-    return ProcessResult(proc.returncode, out or "", err or "", timed_out, time.monotonic() - start)
+# Re-exported (see above); amdkv.process imports nothing from amdkv.verify, so this makes no cycle.
+from amdkv.process import (ProcessResult, kill_group, memory_cap_preexec, package_root,  # noqa: F401
+                           run_process, with_package_on_path)
 
 
 def python_module_argv(module: str, args: Sequence[str] = (), sandbox: Any = None) -> list[str]:

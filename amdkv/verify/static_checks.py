@@ -12,6 +12,8 @@ import ast
 import dataclasses
 from functools import lru_cache
 
+from amdkv.source_ast import mentions  # noqa: F401  (verifier.py calls static_checks.mentions)
+
 # Modules a candidate may import (prefix match on dotted names). Everything else is refused:
 # process/network/file/introspection modules are how a candidate escapes the harness.
 ALLOWED_IMPORT_ROOTS = frozenset({
@@ -632,23 +634,6 @@ def forward_parameters(source: str, class_name: str) -> list[str] | None:
                         return ["*"]
                     return [a.arg for a in (args.posonlyargs + args.args)][1:]
     return None
-
-
-def mentions(source: str, words: tuple[str, ...]) -> list[str]:
-    """Which of `words` appear as identifiers/attributes in the code (not in comments/strings)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    seen = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in words:
-            seen.add(node.id)
-        elif isinstance(node, ast.Attribute) and node.attr in words:
-            seen.add(node.attr)
-        elif isinstance(node, ast.alias) and node.name.split(".")[-1] in words:
-            seen.add(node.name.split(".")[-1])
-    return sorted(seen)
 
 
 def _flow_exit_in(body: list[ast.stmt]) -> ast.stmt | None:

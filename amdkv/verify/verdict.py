@@ -9,6 +9,10 @@ import dataclasses
 import json
 from typing import Any
 
+# Re-exported: part of every Verdict, and callers import it from here. It lives in amdkv.archs so
+# that the HIP toolchain (which builds it from compiler remarks) need not import the verifier.
+from amdkv.archs import ArchResources
+
 # 2: `candidate_sha256`, `cache_hit`, `cache_key`; the invariants of `enforce_invariants` hold.
 VERDICT_SCHEMA_VERSION = 2
 
@@ -55,26 +59,6 @@ class CaseResult:
     sol: float | None = None
     min_bytes: int | None = None
     flops: float | None = None
-
-
-@dataclasses.dataclass
-class ArchResources:
-    """Resources of one compiled kernel for one target architecture (AMD gfx* or NVIDIA sm_*)."""
-
-    arch: str
-    kernel: str
-    compiled: bool
-    vgpr: int | None = None
-    agpr: int | None = None
-    sgpr: int | None = None
-    vgpr_spill: int | None = None
-    sgpr_spill: int | None = None
-    scratch_bytes: int | None = None
-    lds_bytes: int | None = None
-    lds_limit: int | None = None
-    occupancy: int | None = None
-    config: dict[str, Any] | None = None   # autotune config / constexprs the numbers describe
-    error: str | None = None
 
 
 @dataclasses.dataclass

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from amdkv.source_ast import imported_modules, mentions
 from amdkv.tasks.external import testcode
 from amdkv.tasks.external.common import content_key, generated_dir, module_safe, write_atomic
 from amdkv.tasks.loader import load_task
 from amdkv.tasks.types import Task
-from amdkv.verify.program import imported_modules
-from amdkv.verify.static_checks import mentions
 
 # Bump when the generated files or the harness change what a verdict can conclude (part of the key).
 HARNESS_VERSION = "2"

@@ -24,7 +24,7 @@ import ast
 import builtins
 import dataclasses
 
-from amdkv.verify.program import module_bindings
+from amdkv.source_ast import module_bindings
 
 DEVICE_NAME = "_amdkv_device"
 SYNC_NAME = "_amdkv_synchronize"

@@ -19,7 +19,7 @@ import re
 import time
 from typing import Any
 
-from amdkv.verify.amd.archs import get_arch, lds_occupancy_cap
+from amdkv.archs import get_arch, lds_occupancy_cap
 from amdkv.verify.amd.triton_capture import OPTION_KEYS, decode_value, jit_function_for
 from amdkv.verify.verdict import ArchResources
 

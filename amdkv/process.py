@@ -1,0 +1,105 @@
+"""Run a command in its own process group with a wall-clock timeout and a memory cap, and what every
+child process shares however it was started (its result, the PYTHONPATH that makes it import this
+same amdkv). Standard library only.
+
+Every untrusted piece of work (a candidate, a compile of a candidate's kernels) runs through here:
+on timeout or crash the whole group is killed, so grandchildren (compilers, helper processes) never
+outlive the verdict. Used by the verifier (`amdkv.verify.sandbox` re-exports these names and adds the
+fork-or-exec `run_python_module`) and by the HIP toolchain (`amdkv.toolchain`: hipcc, the chroot).
+It lives below both so that the toolchain does not import the verifier (issue 20: the verifier's HIP
+backend drives the toolchain, so the other direction made a package cycle; docs/import_graph.md).
+Exec'd children come from `run_process`, forked ones from `amdkv.verify.fork_server.run_module`;
+both return a `ProcessResult`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import signal
+import subprocess
+import time
+from typing import Mapping, Sequence
+
+
+@dataclasses.dataclass
+class ProcessResult:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    wall_s: float
+
+    @property
+    def signal_name(self) -> str | None:
+        """Name of the signal that killed the process (e.g. SIGSEGV), if one did."""
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+
+def package_root() -> str:
+    """The folder that holds the `amdkv` package, so every worker imports the same code."""
+    from pathlib import Path
+
+    import amdkv
+
+    return str(Path(amdkv.__file__).resolve().parent.parent)
+
+
+def with_package_on_path(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `env` whose PYTHONPATH starts with package_root()."""
+    out = dict(env)
+    rest = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
+    out["PYTHONPATH"] = os.pathsep.join([package_root()] + rest)
+    return out
+
+
+def memory_cap_preexec(max_address_space_bytes: int | None):
+    """A preexec_fn that caps the child's address space (RLIMIT_AS).
+
+    Only used on CPU platforms: CUDA and ROCm runtimes reserve huge virtual ranges, so an
+    address-space cap breaks GPU processes; there the GPU memory cap is enforced instead.
+    """
+
+    def _apply() -> None:
+        if max_address_space_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (max_address_space_bytes, max_address_space_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps from crashing candidates
+
+    return _apply
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group of `proc` (it was started with start_new_session=True)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
+                cwd: str | None = None, max_address_space_bytes: int | None = None,
+                stdin_text: str | None = None) -> ProcessResult:
+    """Run `argv` to completion or until `timeout` seconds; always reaps the process group."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv), cwd=cwd, env=dict(env) if env is not None else None,
+        stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=memory_cap_preexec(max_address_space_bytes),
+    )
+    try:
+        out, err = proc.communicate(stdin_text, timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        timed_out = True
+    finally:
+        kill_group(proc)  # grandchildren left behind die with the group
+    return ProcessResult(proc.returncode, out or "", err or "", timed_out, time.monotonic() - start)
