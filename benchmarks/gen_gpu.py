@@ -182,15 +182,21 @@ def gen_phase(name: str, language: str, args: list[str], out: Path, env: dict[st
            "--json", *args]
     log(f"phase {name}: {' '.join(cmd[3:])}")
     started = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget + 240)
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget + 240)
+        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:  # replies still in flight past --max-wall: the next phases still run
+        rc, stdout = None, ""
+        stderr = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        stderr += f"\n[gen_gpu] phase {name} killed after {budget + 240:.0f} s (replies in flight past --max-wall)"
     wall = time.monotonic() - started
     try:
-        summary = json.loads(proc.stdout)
+        summary = json.loads(stdout)
     except ValueError:
-        summary = {"error": proc.stderr[-2000:]}
-    (out / f"{name}.stderr.txt").write_text(proc.stderr[-20000:])
-    log(f"phase {name}: rc={proc.returncode} in {wall:.0f} s")
-    return {"phase": name, "rc": proc.returncode, "wall_s": round(wall, 1), "summary": summary}
+        summary = {"error": stderr[-2000:]}
+    (out / f"{name}.stderr.txt").write_text(stderr[-20000:])
+    log(f"phase {name}: rc={rc} in {wall:.0f} s")
+    return {"phase": name, "rc": rc, "wall_s": round(wall, 1), "summary": summary}
 
 
 def table(phases: list[dict[str, Any]], platform: str) -> str:
