@@ -1,7 +1,9 @@
 """The parent-worker protocol (amdkv/verify/worker_protocol.py): typed jobs and reports.
 
-Unit tests of the messages: round trips, strict reading, the one-of rule of a report, standard
-library only.
+Unit tests of the messages (round trips, strict reading, the one-of rule of a report, standard
+library only), then the parent's side end to end on the CPU platform: a candidate's report that
+lacks a field, has an unknown one, or is cut short is a harness failure (infra_error with the
+message in the diagnostics), never a verdict against the candidate.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import ast
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -154,3 +156,110 @@ def test_protocol_imports_only_the_standard_library():
     names |= {node.module.split(".")[0] for node in ast.walk(tree)
               if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
     assert names - {"__future__"} <= set(sys.stdlib_module_names), names
+
+
+# ------------------------------------------------------------------- timings (GPU paths, no GPU)
+@pytest.mark.parametrize("compile_fails", [False, True])
+def test_reference_timing_carries_eager_compile_or_why_not(monkeypatch, compile_fails):
+    """The reference worker's baselines (timed on GPUs only) with a stand-in clock: torch.compile
+    that fails leaves `compile` None and says why in `compile_error`."""
+    torch = pytest.importorskip("torch")
+    from amdkv.verify import timing, worker_jobs
+
+    def measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str) -> dict[str, Any]:
+        fn()
+        return {"ms": 2.0, "calls": 1}
+
+    monkeypatch.setattr(timing, "measure", measure)
+
+    def broken_compile(model: Any) -> Any:
+        raise RuntimeError("no inductor here")
+
+    if compile_fails:
+        monkeypatch.setattr(torch, "compile", broken_compile)
+    else:
+        monkeypatch.setattr(torch, "compile", lambda model: model)
+    got = worker_jobs._time_reference(torch.nn.ReLU(), [torch.ones(4)], "cpu", 1024, compile_baseline=True)
+    assert got.eager == {"ms": 2.0, "calls": 1}
+    if compile_fails:
+        assert got.compile is None and got.compile_error == "RuntimeError: no inductor here"
+    else:
+        assert got.compile == {"ms": 2.0, "calls": 1} and got.compile_error is None
+    eager_only = worker_jobs._time_reference(torch.nn.ReLU(), [torch.ones(4)], "cpu", 1024, compile_baseline=False)
+    assert eager_only == wp.ReferenceTiming(eager={"ms": 2.0, "calls": 1}, compile=None, compile_error=None)
+
+
+@pytest.mark.parametrize("compile_t,want_compile", [({"ms": 3.0}, 1.5), (None, None)])
+def test_speedups_read_the_typed_reference_timing(compile_t, want_compile):
+    from types import SimpleNamespace
+
+    from amdkv.verify.speed import SpeedMixin
+    from amdkv.verify.verdict import CaseResult
+
+    ref = _reference_report().result_of(ReferenceResult).cases[0]
+    ref.timing = ReferenceTiming(eager={"ms": 1.0}, compile=compile_t, compile_error=None if compile_t else "x")
+    cres = CaseResult(name="big", tags=["performance"])
+    speed = SpeedMixin()
+    speed._gpu_spec = None  # type: ignore[attr-defined]  # no roofline floor
+    speed._case_speed(cres, ref, {"ms": 2.0, "method": "cuda_events+l2_flush"}, SimpleNamespace(dtypes=["fp32"]))
+    assert (cres.ref_ms, cres.cand_ms, cres.speedup) == (1.0, 2.0, 0.5)
+    assert cres.speedup_compile == want_compile and cres.timing_method == "cuda_events+l2_flush"
+    untimed = CaseResult(name="big", tags=["performance"])
+    ref.timing = None
+    speed._case_speed(untimed, ref, {"ms": 2.0}, SimpleNamespace(dtypes=["fp32"]))
+    assert untimed.speedup is None and untimed.cand_ms is None
+
+
+# ---------------------------------------------------------------------- the parent, end to end
+def _drop_cpu_s(data: dict[str, Any]) -> str:
+    del data["cpu_s"]
+    return json.dumps(data)
+
+
+def _add_field(data: dict[str, Any]) -> str:
+    data["result"]["cases"][0]["speedup"] = 100.0
+    return json.dumps(data)
+
+
+def _cut_short(data: dict[str, Any]) -> str:
+    return json.dumps(data)[:40]
+
+
+@pytest.fixture(scope="module")
+def cpu_verifier():
+    pytest.importorskip("triton", reason="the candidate is a Triton kernel")
+    from amdkv.verify import Verifier
+
+    with Verifier("cpu", spares=0, timeout=120.0) as v:
+        yield v
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (json.dumps, None),
+    (_drop_cpu_s, "missing field(s) ['cpu_s']"),
+    (_add_field, "WorkerReport.result.cases[0]: unknown field(s) ['speedup']"),
+    (_cut_short, "JSONDecodeError"),
+], ids=["intact", "missing", "unknown", "truncated"])
+def test_an_unreadable_candidate_report_is_a_harness_failure(cpu_verifier, monkeypatch,
+                                                            damage: Callable[[dict[str, Any]], str],
+                                                            needle: str | None):
+    from amdkv.verify.pool import Spare
+
+    real_run = Spare.run
+
+    def run_then_damage(self: Spare, job: wp.WorkerJob, timeout: float) -> Any:
+        res = real_run(self, job, timeout)
+        if isinstance(job, CandidateJob):  # the reference's report stays whole
+            path = Path(job.report_path)
+            path.write_text(damage(json.loads(path.read_text())))
+        return res
+
+    monkeypatch.setattr(Spare, "run", run_then_damage)
+    task = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
+    cand = ROOT / "amdkv" / "tasks" / "builtin" / "solutions" / "triton" / "l1_relu.py"
+    verdict = cpu_verifier.verify(task, cand)
+    if needle is None:  # the control: the same report, rewritten whole, is judged as usual
+        assert verdict.status == "ok" and verdict.timings["worker_cpu_s"] > 0, verdict.diagnostics[-2000:]
+        return
+    assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
+    assert needle in verdict.diagnostics and verdict.cases == []
