@@ -128,6 +128,7 @@ def test_prebuilt_loader_counts_calls(monkeypatch) -> None:
     import types
 
     from amdkv.verify.backends import hip_run
+    from amdkv.verify.worker_protocol import HipPrebuilt
 
     class Counter:
         count = 0
@@ -140,7 +141,7 @@ def test_prebuilt_loader_counts_calls(monkeypatch) -> None:
     monkeypatch.setattr(ce, "load_inline", ce.load_inline)
     monkeypatch.setattr(ce, "load", ce.load)
     c = Counter()
-    hip_run.install_prebuilt([{"name": "e", "so_path": "/x.so", "module_name": "m"}], c)
+    hip_run.install_prebuilt([HipPrebuilt(name="e", so_path="/x.so", module_name="m")], c)
     ext = ce.load_inline("e", cpp_sources="")
     assert ext.f(1) == 2 and c.count == 1
     with pytest.raises(hip_run.HipBuildMissing):

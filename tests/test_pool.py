@@ -21,6 +21,10 @@ from amdkv.verify.platform import detect_platform
 from amdkv.verify.pool import Spare
 from amdkv.verify.worker_process import STDOUT_KEEP_BYTES, ExecWorkerProcess
 from amdkv.verify.worker import DONE_LINE
+from amdkv.verify.worker_protocol import ReferenceJob
+
+# what the scripted workers are sent (they read one line and ignore it)
+JOB = ReferenceJob(task_path="unused.py", device="cpu", cases=[], report_path="unused.json")
 
 
 def _scripted_spare(body: str) -> Spare:
@@ -46,7 +50,7 @@ def test_done_returns_without_waiting_for_exit_and_kills_the_group():
                             "time.sleep(60)\n")
     try:
         t0 = time.monotonic()
-        res = spare.run({"kind": "test"}, timeout=30)
+        res = spare.run(JOB, timeout=30)
         took = time.monotonic() - t0
         assert took < 10, f"run() waited {took:.1f} s: it must return at DONE, not at exit"
         assert res.returncode == 0 and not res.timed_out
@@ -61,7 +65,7 @@ def test_done_returns_without_waiting_for_exit_and_kills_the_group():
 def test_exit_without_done_reports_the_exit_code():
     spare = _scripted_spare("sys.stderr.write('boom\\n'); sys.exit(3)\n")
     try:
-        res = spare.run({"kind": "test"}, timeout=30)
+        res = spare.run(JOB, timeout=30)
         assert res.returncode == 3 and not res.timed_out
         assert "boom" in res.stderr
     finally:
@@ -72,7 +76,7 @@ def test_timeout_without_done_kills_and_says_so():
     spare = _scripted_spare("time.sleep(60)\n")
     try:
         t0 = time.monotonic()
-        res = spare.run({"kind": "test"}, timeout=1.5)
+        res = spare.run(JOB, timeout=1.5)
         assert res.timed_out and time.monotonic() - t0 < 20
     finally:
         spare.cleanup()
@@ -82,7 +86,7 @@ def test_done_after_a_stdout_flood_is_still_seen_and_output_is_bounded():
     spare = _scripted_spare("sys.stdout.write('x' * (3 * 1024 * 1024) + '\\n')\n"
                             f"sys.stdout.write({DONE_LINE!r}); sys.stdout.flush()\ntime.sleep(60)\n")
     try:
-        res = spare.run({"kind": "test"}, timeout=30)
+        res = spare.run(JOB, timeout=30)
         assert res.returncode == 0 and not res.timed_out
         assert len(res.stdout) <= 2 * STDOUT_KEEP_BYTES + 1
     finally:
@@ -92,7 +96,7 @@ def test_done_after_a_stdout_flood_is_still_seen_and_output_is_bounded():
 def test_done_text_inside_a_line_is_not_the_marker():
     spare = _scripted_spare(f"sys.stdout.write('say ' + {DONE_LINE!r}); sys.stdout.flush()\nsys.exit(5)\n")
     try:
-        res = spare.run({"kind": "test"}, timeout=30)
+        res = spare.run(JOB, timeout=30)
         assert res.returncode == 5, "a DONE that does not start a line must not end the job"
     finally:
         spare.cleanup()

@@ -240,17 +240,21 @@ def test_default_gpu_mem_fraction():
 
 def test_worker_applies_memory_cap_to_candidate_jobs_only(monkeypatch):
     from amdkv.verify import worker
+    from amdkv.verify.worker_protocol import CandidateJob, ReferenceJob
 
     seen = []
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: seen.append((f, str(d))))
     worker_settings_env(monkeypatch, gpu_mem_fraction=0.25)
-    worker._apply_gpu_memory_cap({"kind": "reference"}, "cuda:1")
-    worker._apply_gpu_memory_cap({"kind": "candidate"}, "cpu")
+    reference = ReferenceJob(task_path="t.py", device="cuda:0", cases=[], report_path="r.json")
+    candidate = CandidateJob(candidate_path="c.py", device="cuda:0", interpreter=False, cases=[], out_dir="o",
+                             outputs_path="o.pt", report_path="r.json", readable=[], capture=False, backend=None)
+    assert worker._apply_gpu_memory_cap(reference, "cuda:1") is None
+    assert worker._apply_gpu_memory_cap(candidate, "cpu") is None
     assert seen == []
-    job = {"kind": "candidate"}
-    worker._apply_gpu_memory_cap(job, "cuda:1")
-    assert seen == [(0.25, "cuda:1")] and job["_gpu_mem_fraction"] == 0.25
-    worker._apply_gpu_memory_cap({"kind": "candidate", "gpu_mem_fraction": 0.5}, "cuda:0")
+    assert worker._apply_gpu_memory_cap(candidate, "cuda:1") == 0.25
+    assert seen == [(0.25, "cuda:1")]
+    worker_settings_env(monkeypatch, gpu_mem_fraction=0.5)
+    assert worker._apply_gpu_memory_cap(candidate, "cuda:0") == 0.5
     assert seen[-1] == (0.5, "cuda:0")
 
 

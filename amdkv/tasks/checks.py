@@ -14,9 +14,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amdkv.tasks.types import Task
+
+if TYPE_CHECKING:  # the verifier is imported where the job runs, not with this module
+    from amdkv.verify.worker_protocol import ReferenceJob
 
 # Reasons a reference fails its checks (closed list, documented in docs/procedural_tasks.md).
 REFERENCE_ERROR = "reference_error"
@@ -44,11 +47,16 @@ class ReferenceCheck:
 
 
 def _job(task: Task, case_names: list[str], seeds: list[int], init_seed: int, workdir: str, tag: str,
-         golden: bool) -> dict[str, Any]:
-    cases = [{"name": n, "seeds": seeds, "init_seed": init_seed, "golden": golden, "time": False,
-              "inputs_file": os.path.join(workdir, f"{tag}-{i}-inputs.pt"),
-              "expected_file": os.path.join(workdir, f"{tag}-{i}-expected.pt")} for i, n in enumerate(case_names)]
-    return {"kind": "reference", "task_path": task.path, "device": "cpu", "cases": cases}
+         golden: bool) -> ReferenceJob:
+    from amdkv.verify.worker_protocol import ReferenceCaseJob, ReferenceJob
+
+    cases = [ReferenceCaseJob(name=n, seeds=seeds, init_seed=init_seed, golden=golden, time=False, flush_bytes=0,
+                              compile_baseline=False, inputs_file=os.path.join(workdir, f"{tag}-{i}-inputs.pt"),
+                              expected_file=os.path.join(workdir, f"{tag}-{i}-expected.pt"))
+             for i, n in enumerate(case_names)]
+    # report_path: where a worker would write its report; the job runs in this process, which writes none
+    return ReferenceJob(task_path=task.path, device="cpu", cases=cases,
+                        report_path=os.path.join(workdir, f"{tag}-report.json"))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -115,10 +123,10 @@ def check_reference(task: Task, *, trials: int, workdir: str, base_seed: int | N
         for tag in ("first", "second"):  # the second run only has to repeat the eager outputs
             job = _job(task, names, seeds, init, workdir, tag, golden=tag == "first")
             report = run_reference_job(job)
-            loaded = {c["name"]: {"inputs": torch.load(c["inputs_file"], weights_only=True),
-                                  "expected": torch.load(c["expected_file"], weights_only=True),
-                                  "report": rep}
-                      for c, rep in zip(job["cases"], report["cases"])}
+            loaded = {c.name: {"inputs": torch.load(c.inputs_file, weights_only=True),
+                               "expected": torch.load(c.expected_file, weights_only=True),
+                               "report": rep}
+                      for c, rep in zip(job.cases, report.cases)}
             runs.append(loaded)
     except Exception as exc:  # noqa: BLE001 - the task's own code failed: that is the finding
         return ReferenceCheck(False, REFERENCE_ERROR, f"{type(exc).__name__}: {exc}"[:1500],
@@ -141,4 +149,4 @@ def check_reference(task: Task, *, trials: int, workdir: str, base_seed: int | N
     rep = first[names[0]]["report"]
     shapes = [list(t.shape) for t in first[names[0]]["expected"]["eager"][0] if isinstance(t, torch.Tensor)]
     return ReferenceCheck(True, cases={n: {"inputs": first[n]["inputs"], "expected": first[n]["expected"]} for n in names},
-                          input_dtypes=rep["input_dtypes"], output_shapes=shapes, seconds=time.monotonic() - t0)
+                          input_dtypes=rep.input_dtypes, output_shapes=shapes, seconds=time.monotonic() - t0)

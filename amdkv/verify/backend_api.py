@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # types only: no import of the verifier (or torch) at runtime
     from amdkv.tasks.types import Task
     from amdkv.verify.platform import PlatformInfo
     from amdkv.verify.verdict import Verdict
+    from amdkv.verify.worker_protocol import BackendJobPart, WorkerReport
 
 
 class RunAndJudge(Protocol):
@@ -41,9 +42,9 @@ class RunAndJudge(Protocol):
                diag: str = "") -> None:
         """Decide the verdict: status, reason, `correct` from the status, `compiled` when known."""
 
-    def run_and_judge(self, v: "Verdict", task: "Task", cand_path: Path, extra_job: dict[str, Any] | None = None,
+    def run_and_judge(self, v: "Verdict", task: "Task", cand_path: Path, extra_job: "BackendJobPart | None" = None,
                       check_references: Callable[[dict[str, dict[str, Any]]], bool] | None = None,
-                      ) -> tuple[bool, dict[str, Any] | None]:
-        """Cases, references, one run in a spare worker, judging: `(judged, report)`; `judged` False
-        when the verdict was decided before the candidate ran (no cases, or `check_references`
-        returned True)."""
+                      ) -> tuple[bool, "WorkerReport | None"]:
+        """Cases, references, one run in a spare worker with the backend's part of the job
+        (`extra_job`), judging: `(judged, report)` with the worker's report; `judged` False when the
+        verdict was decided before the candidate ran (no cases, or `check_references` returned True)."""

@@ -23,6 +23,7 @@ from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, MISMATCH, OK, RUNTIME_ERROR, TIMEOUT, UNVERIFIABLE,
                                   CaseResult, Verdict, compiled_after, worst_status)
+from amdkv.verify.worker_protocol import CandidateCaseReport, CandidateResult, Finding, WorkerReport
 
 # Findings of the candidate's worker that mean a broken kernel, not a cheat: guard bytes next to
 # an input overwritten, an interpreted access outside every tensor argument (interpreter_bounds.py).
@@ -92,23 +93,25 @@ class JudgingMixin:
             v.diagnostics += "\n" + diag
 
     def _judge(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
-               report: dict | None, outputs: dict | None, proc: Any) -> None:
-        """Statuses from the candidate's report and outputs; timed as `judge_s` because it runs in
-        this (parent) process for every GPU's candidates, so it bounds the throughput of the host."""
+               report: WorkerReport | None, outputs: dict[str, Any] | None, load_error: str | None, proc: Any) -> None:
+        """Statuses from the candidate's report and outputs (`load_error`: why the outputs file could
+        not be loaded); timed as `judge_s` because it runs in this (parent) process for every GPU's
+        candidates, so it bounds the throughput of the host."""
         if getattr(proc, "spare_start", None):  # how the candidate's process was started (fork/exec)
             v.env["spare_start"] = proc.spare_start
-        if report is not None and "sandbox" in report:  # what the worker's OS sandbox really held
-            v.env["sandbox"] = os_sandbox.summary(report["sandbox"], self.config.sandbox)
+        if report is not None:  # what the worker's OS sandbox really held
+            v.env["sandbox"] = os_sandbox.summary(report.sandbox, self.config.sandbox)
         for key, secs in getattr(proc, "handoff_timings", {}).items():  # parts of candidate_s
             v.timings[key] = round(secs, 3)
         t0 = time.monotonic()
         try:
-            self._judge_into(v, task, cases, refs, report, outputs, proc)
+            self._judge_into(v, task, cases, refs, report, outputs, load_error, proc)
         finally:
             v.timings["judge_s"] = round(time.monotonic() - t0, 3)
 
     def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
-                    report: dict | None, outputs: dict | None, proc: Any) -> None:
+                    report: WorkerReport | None, outputs: dict[str, Any] | None, load_error: str | None,
+                    proc: Any) -> None:
         if proc.stdout.strip() or proc.stderr.strip():
             v.diagnostics += f"\n[candidate stderr]\n{stderr_excerpt(proc.stderr, 3000)}" if proc.stderr.strip() else ""
         if proc.timed_out:
@@ -119,39 +122,40 @@ class JudgingMixin:
             reason = f"crashed:{sig}" if sig else ("process_exited" if proc.returncode == 0 else f"exit_code:{proc.returncode}")
             return self.finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "
                                f"({sig or 'rc ' + str(proc.returncode)}) before reporting")
-        if report.get("fatal"):
-            raise InfrastructureError(f"worker failed: {report['error_type']}: {report['error']}\n"
-                                      f"{report.get('traceback', '')}")
-        if report.get("file_violations"):
-            v.hack_findings += [f"sandbox: {x}" for x in report["file_violations"]]
+        if report.fatal is not None:
+            raise InfrastructureError(f"worker failed: {report.fatal.error_type}: {report.fatal.error}\n"
+                                      f"{report.fatal.traceback}")
+        result = report.result_of(CandidateResult)
+        if result.file_violations:
+            v.hack_findings += [f"sandbox: {x}" for x in result.file_violations]
             return self.finish(v, HACK_DETECTED, "sandbox_violation",
                                diag="the candidate tried to open files or processes it was not given:\n"
-                                    + "\n".join(report["file_violations"][:10]))
-        err = report.get("error")
+                                    + "\n".join(result.file_violations[:10]))
+        err = result.error
         if err:
-            v.compiled = compiled_after(err["status"])
-            return self.finish(v, err["status"], err["reason"], diag=f"{err['type']}: {err['message']}\n{err['traceback']}")
-        if "load_error" in report or outputs is None:
+            v.compiled = compiled_after(err.status)
+            return self.finish(v, err.status, err.reason, diag=f"{err.type}: {err.message}\n{err.traceback}")
+        if load_error is not None or outputs is None:
             return self.finish(v, HACK_DETECTED, "unloadable_outputs",
-                               diag=f"the outputs are not plain tensors: {report.get('load_error')}")
+                               diag=f"the outputs are not plain tensors: {load_error}")
         v.compiled = True
         statuses = []
         for case in cases:
             r = refs[case.name]
-            crep = next((c for c in report["cases"] if c["name"] == case.name), None)
-            cres = CaseResult(name=case.name, tags=list(case.tags), min_bytes=r["report"].get("min_bytes"),
+            crep = next((c for c in result.cases if c.name == case.name), None)
+            cres = CaseResult(name=case.name, tags=list(case.tags), min_bytes=r["report"].min_bytes,
                               flops=case.flops)
             v.cases.append(cres)
             if crep is None:
                 cres.status, cres.reason = RUNTIME_ERROR, "not_run"
                 statuses.append(RUNTIME_ERROR)
                 continue
-            if crep.get("error"):
-                e = crep["error"]
-                cres.status, cres.reason, cres.message = e["status"], e["reason"], f"{e['type']}: {e['message']}"
-                statuses.append(e["status"])
-                v.diagnostics += f"\n[{case.name}] {e['type']}: {e['message']}\n{e['traceback']}"
-                if not compiled_after(e["status"]):
+            if crep.error:
+                e = crep.error
+                cres.status, cres.reason, cres.message = e.status, e.reason, f"{e.type}: {e.message}"
+                statuses.append(e.status)
+                v.diagnostics += f"\n[{case.name}] {e.type}: {e.message}\n{e.traceback}"
+                if not compiled_after(e.status):
                     v.compiled = False
                 continue
             status, reason, message = self._case_runtime_findings(crep)
@@ -166,10 +170,10 @@ class JudgingMixin:
             cres.status, cres.reason, cres.message = status, reason, message
             cres.trials = len(r["seeds"])
             statuses.append(status)
-            if status == OK and crep.get("timing"):
-                self._case_speed(cres, r["report"], crep["timing"], task)
+            if status == OK and crep.timing:
+                self._case_speed(cres, r["report"], crep.timing, task)
                 # the parent cross-checks the child's timing against wall clocks (timing.py)
-                bad_timing = check_timing_consistency(crep["timing"], getattr(proc, "parent_wall_s", None))
+                bad_timing = check_timing_consistency(crep.timing, getattr(proc, "parent_wall_s", None))
                 if bad_timing and cres.status == OK:
                     cres.status, cres.reason, cres.message = HACK_DETECTED, "timing_inconsistent", bad_timing
         # case statuses may have changed after timing (below_roofline_floor, timing_inconsistent)
@@ -183,38 +187,36 @@ class JudgingMixin:
             v.hack_findings += [f"[{c.name}] {c.reason}: {c.message}" for c in v.cases if c.status == HACK_DETECTED]
         v.interpreter_verified = v.status == OK and self.platform.interpreter
         self._aggregate_speed(v)
-        v.timings["worker_startup_s"] = round(report.get("startup_s", 0.0), 3)  # paid before the job (warm spare)
-        if report.get("job_s") is not None:  # the job inside the worker; candidate_s minus this = IPC + hand-off
-            v.timings["worker_job_s"] = round(report["job_s"], 3)
-        for phase, secs in (report.get("phase_s") or {}).items():
+        v.timings["worker_startup_s"] = round(report.startup_s, 3)  # paid before the job (warm spare)
+        v.timings["worker_job_s"] = round(report.job_s, 3)  # the job in the worker; candidate_s minus it: hand-offs
+        for phase, secs in result.phase_s.items():
             v.timings[f"worker_{phase}_s"] = round(secs, 3)
-        for field, suffix in (("phase_cpu_s", "cpu_s"), ("phase_children_cpu_s", "children_cpu_s")):
-            for phase, secs in (report.get(field) or {}).items():  # host CPU; children = gcc, ptxas
+        for phases, suffix in ((result.phase_cpu_s, "cpu_s"), (result.phase_children_cpu_s, "children_cpu_s")):
+            for phase, secs in phases.items():  # host CPU; children = gcc, ptxas
                 v.timings[f"worker_{phase}_{suffix}"] = round(secs, 3)
-        for part, secs in (report.get("startup_parts") or {}).items():  # cuda_context_s, ..._cpu_s
+        for part, secs in report.startup_parts.items():  # cuda_context_s, ..._cpu_s
             v.timings[f"worker_startup_{part}"] = round(secs, 3)
-        for key in ("cpu_s", "job_cpu_s"):  # host CPU of the worker process, gcc/ptxas children included
-            if report.get(key) is not None:
-                v.timings[f"worker_{key}"] = round(report[key], 3)
+        # host CPU of the worker process, gcc/ptxas children included
+        v.timings["worker_cpu_s"], v.timings["worker_job_cpu_s"] = round(report.cpu_s, 3), round(report.job_cpu_s, 3)
 
-    def _case_runtime_findings(self, crep: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    def _case_runtime_findings(self, crep: CandidateCaseReport) -> tuple[str | None, str | None, str | None]:
         exempt = POLICY_EXEMPT_DYNAMIC[self.config.policy]
         if exempt is None:  # `benchmark`: the benchmark's own rule has no runtime witnesses
             return None, None, None
-        if crep["findings"]:
+        if crep.findings:
             # the most severe finding wins (a cheat is never reported as a mere out-of-bounds bug)
-            def status_of(finding: dict[str, Any]) -> str:
-                return RUNTIME_ERROR if finding["code"] in RUNTIME_ERROR_FINDINGS else HACK_DETECTED
+            def status_of(finding: Finding) -> str:
+                return RUNTIME_ERROR if finding.code in RUNTIME_ERROR_FINDINGS else HACK_DETECTED
 
-            status = worst_status([status_of(f) for f in crep["findings"]])
-            f = next(f for f in crep["findings"] if status_of(f) == status)
-            return status, f["code"], f["message"]
-        if crep["compute_ops"] and "torch_compute_in_forward" not in exempt:
-            ops = ", ".join(f"{k}×{n}" for k, n in sorted(crep["compute_ops"].items()))
+            status = worst_status([status_of(f) for f in crep.findings])
+            f = next(f for f in crep.findings if status_of(f) == status)
+            return status, f.code, f.message
+        if crep.compute_ops and "torch_compute_in_forward" not in exempt:
+            ops = ", ".join(f"{k}×{n}" for k, n in sorted(crep.compute_ops.items()))
             return HACK_DETECTED, "torch_compute_in_forward", (
                 f"PyTorch computed part of the result in forward (aten ops: {ops}); the work must be done "
                 "in the candidate's kernels")
-        if any(n == 0 for n in crep["launches"]) and "no_kernel_launch" not in exempt:
+        if any(n == 0 for n in crep.launches) and "no_kernel_launch" not in exempt:
             return HACK_DETECTED, "no_kernel_launch", "a forward call launched no Triton kernel"
         return None, None, None
 

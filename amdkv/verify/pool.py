@@ -27,6 +27,7 @@ from amdkv.verify.platform import PlatformInfo, worker_gpu_env
 from amdkv.verify.sandbox import ProcessResult, with_package_on_path
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker import DONE_LINE, READY_LINE
+from amdkv.verify.worker_protocol import WorkerJob
 from amdkv.verify.worker_process import (STDERR_KEEP_BYTES, ExecWorkerProcess, ForkedWorkerProcess,
                                          tail_bytes)
 
@@ -294,7 +295,7 @@ class Spare:
         self._ready = True
         self.ready_wait_s = time.monotonic() - t_wait
 
-    def run(self, job: dict[str, Any], timeout: float) -> ProcessResult:
+    def run(self, job: WorkerJob, timeout: float) -> ProcessResult:
         """Send the one job; return when the worker says DONE (its report is complete), when it
         exits, or at `timeout`. The process group is killed in every case. After DONE the parent
         does not wait for the exit: tearing down a GPU context takes time that is neither the
@@ -302,7 +303,7 @@ class Spare:
         self.wait_ready()
         start = self.job_sent_at = time.monotonic()
         deadline = start + timeout
-        self.proc.send_job(json.dumps(job).encode())
+        self.proc.send_job(job.to_json().encode())
         got = self.proc.wait_for(DONE_LINE, deadline)
         self.done_seen_at = time.monotonic()
         self.proc.kill()

@@ -11,9 +11,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import amdkv
+from amdkv.verify.worker_protocol import ReferenceCaseReport
+
+
+# The layout of a cached case's report.json (worker_protocol.ReferenceCaseReport, read strictly):
+# 2 since the protocol was typed (every field written; the compile baseline's failure in
+# `compile_error`). Part of the key, so an entry of another layout is never read, only recomputed.
+REPORT_FORMAT = 2
 
 
 def refs_root(cache_dir: str | os.PathLike[str]) -> Path:
@@ -29,7 +35,7 @@ def case_key(task_hash: str, case_name: str, seeds: list[int], init_seed: int, d
     blob = json.dumps({"task": task_hash, "case": case_name, "seeds": seeds, "init_seed": init_seed,
                        "device": device_desc, "torch": torch.__version__, "triton": triton.__version__,
                        "amdkv": amdkv.__version__, "timed": timed, "golden": golden,
-                       "format": 1}, sort_keys=True)
+                       "format": REPORT_FORMAT}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -46,10 +52,10 @@ class CaseFiles:
     def complete(self) -> bool:
         return self.inputs.is_file() and self.expected.is_file() and self.report.is_file()
 
-    def read_report(self) -> dict[str, Any]:
-        return json.loads(self.report.read_text())
+    def read_report(self) -> ReferenceCaseReport:
+        return ReferenceCaseReport.from_json(self.report.read_text(), where=str(self.report))
 
-    def write_report(self, data: dict[str, Any]) -> None:
+    def write_report(self, report: ReferenceCaseReport) -> None:
         tmp = self.report.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
+        tmp.write_text(report.to_json())
         os.replace(tmp, self.report)

@@ -7,7 +7,6 @@ by inheriting `ReferencesMixin`, and `amdkv.verify.verifier` re-exports the modu
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import threading
@@ -20,6 +19,7 @@ from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare
 from amdkv.verify.reference_cache import CaseFiles, case_key
 from amdkv.verify.worker_process import stderr_excerpt
+from amdkv.verify.worker_protocol import ReferenceCaseJob, ReferenceJob, ReferenceResult, WorkerReport
 
 BASE_SEED = 1234
 INIT_SEED = 42
@@ -103,12 +103,12 @@ class ReferencesMixin:
             r["files"].dir.mkdir(parents=True, exist_ok=True)
             tmp_dir = tempfile.mkdtemp(dir=r["files"].dir)
             r["tmp"] = tmp_dir
-            jobs.append({"name": case.name, "seeds": r["seeds"], "init_seed": INIT_SEED,
-                         "inputs_file": os.path.join(tmp_dir, "inputs.pt"),
-                         "expected_file": os.path.join(tmp_dir, "expected.pt"),
-                         "golden": bool(task.metadata.get("golden", True)), "time": r["timed"],
-                         "flush_bytes": flush_bytes(self._gpu_spec),
-                         "compile_baseline": self.compile_baseline})
+            jobs.append(ReferenceCaseJob(name=case.name, seeds=r["seeds"], init_seed=INIT_SEED,
+                                         inputs_file=os.path.join(tmp_dir, "inputs.pt"),
+                                         expected_file=os.path.join(tmp_dir, "expected.pt"),
+                                         golden=bool(task.metadata.get("golden", True)), time=r["timed"],
+                                         flush_bytes=flush_bytes(self._gpu_spec),
+                                         compile_baseline=self.compile_baseline))
         for folder in compile_env.values():
             os.makedirs(folder, exist_ok=True)
         # the reference worker reads its task's folder (trusted code: a task may import what lies beside
@@ -117,21 +117,20 @@ class ReferencesMixin:
                       writable=[refs[c.name]["tmp"] for c in cases] + list(compile_env.values()))
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")
-            job = {"kind": "reference", "task_path": task.path, "device": spare.device,
-                   "cases": jobs, "report_path": report_path}
+            job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
             proc = spare.run(job, timeout=max(self.timeout, 300.0))
             if proc.timed_out or not os.path.isfile(report_path):
                 raise ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
                     f"{'timed out' if proc.timed_out else 'no report'}): {stderr_excerpt(proc.stderr, 3000)}",
                     hint="the task file itself is broken or the machine is overloaded")
-            report = json.loads(Path(report_path).read_text())
-            if report.get("fatal"):
+            report = WorkerReport.from_json(Path(report_path).read_text())
+            if report.fatal is not None:
                 raise ReferenceFailed(f"the reference for task {task.id} raised "
-                                          f"{report['error_type']}: {report['error']}\n{report['traceback']}",
-                                          hint="fix the task file (it is trusted code)")
-            for crep in report["cases"]:
-                r = refs[crep["name"]]
+                                      f"{report.fatal.error_type}: {report.fatal.error}\n{report.fatal.traceback}",
+                                      hint="fix the task file (it is trusted code)")
+            for crep in report.result_of(ReferenceResult).cases:
+                r = refs[crep.name]
                 files: CaseFiles = r["files"]
                 os.replace(os.path.join(r["tmp"], "inputs.pt"), files.inputs)
                 os.replace(os.path.join(r["tmp"], "expected.pt"), files.expected)

@@ -8,26 +8,26 @@ by inheriting `SpeedMixin`.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from amdkv.tasks.types import Task
 from amdkv.verify.gpu_specs import time_floor_ms
 from amdkv.verify.verdict import HACK_DETECTED, OK, CaseResult, Verdict
+from amdkv.verify.worker_protocol import ReferenceCaseReport, TimingResult
 
 
 class SpeedMixin:
     """The speed half of `Verifier` (uses its `_gpu_spec`)."""
 
-    def _case_speed(self, cres: CaseResult, ref_report: dict[str, Any], cand_timing: dict[str, Any],
+    def _case_speed(self, cres: CaseResult, ref_report: ReferenceCaseReport, cand_timing: TimingResult,
                     task: Task) -> None:
-        ref_t = (ref_report.get("timing") or {}).get("eager") or {}
-        if "ms" not in ref_t or "ms" not in cand_timing:
+        ref_timing = ref_report.timing
+        if ref_timing is None or "ms" not in ref_timing.eager or "ms" not in cand_timing:
             return
-        cres.ref_ms, cres.cand_ms = ref_t["ms"], cand_timing["ms"]
+        cres.ref_ms, cres.cand_ms = ref_timing.eager["ms"], cand_timing["ms"]
         cres.speedup = cres.ref_ms / cres.cand_ms if cres.cand_ms > 0 else None
-        comp_t = (ref_report.get("timing") or {}).get("compile") or {}
-        if "ms" in comp_t and cres.cand_ms > 0:
-            cres.speedup_compile = comp_t["ms"] / cres.cand_ms
+        compiled = ref_timing.compile  # None: not timed, or torch.compile failed (compile_error)
+        if compiled is not None and "ms" in compiled and cres.cand_ms > 0:
+            cres.speedup_compile = compiled["ms"] / cres.cand_ms
         cres.timing_method = cand_timing.get("method")
         dtype = task.dtypes[0] if task.dtypes else None
         floor = time_floor_ms(self._gpu_spec, cres.min_bytes, cres.flops, dtype)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import threading
 import time
@@ -43,6 +42,7 @@ from amdkv.verify.references import BASE_SEED, INIT_SEED, ReferenceFailed, Refer
 from amdkv.verify.speed import SpeedMixin
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, UNVERIFIABLE,
                                   ArchResources, Verdict)
+from amdkv.verify.worker_protocol import BackendJobPart, CandidateCaseJob, CandidateJob, CandidateResult, WorkerReport
 
 # Reasons that mean "the candidate file is not a candidate at all" (the CLI exits 2 on these).
 BAD_INPUT_REASONS = frozenset({"no_model_new", "signature_mismatch", "unreadable_candidate"})
@@ -247,8 +247,8 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             """True when the interpreter cannot judge these references' bfloat16 (verdict decided)."""
             nonlocal unjudgeable
             if self.platform.interpreter and unjudgeable is None:
-                bf16 = [c for c, r in refs.items() if "bfloat16" in r["report"]["input_dtypes"]
-                        + r["report"]["output_dtypes"]]
+                bf16 = [c for c, r in refs.items() if "bfloat16" in r["report"].input_dtypes
+                        + r["report"].output_dtypes]
                 if bf16:
                     diag = (f"case(s) {bf16} use bfloat16, which the Triton interpreter computes wrongly; "
                             "verify on a GPU platform")
@@ -260,7 +260,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             return False
 
         spec = program_spec(task)
-        extra = {"trusted_code": {"from_line": trusted_first_line(spec, source)}} if spec else None
+        extra = BackendJobPart(trusted_from_line=trusted_first_line(spec, source)) if spec else None
         # 5. judge
         judged, report = self.run_and_judge(v, task, cand_path, extra, bf16_references)
         if not judged:
@@ -270,12 +270,13 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             v.status, v.reason, v.correct, v.interpreter_verified = UNVERIFIABLE, unjudgeable, None, False
             v.speedup = v.speedup_compile = v.sol = None
         # 6. AMD compiles of captured kernels
-        if self.archs and v.status in (OK, MISMATCH, UNVERIFIABLE) and report and report.get("captures"):
-            self._amd_compile(v, cand_path, report["captures"])
+        captures = report.result.captures if report is not None and isinstance(report.result, CandidateResult) else []
+        if self.archs and v.status in (OK, MISMATCH, UNVERIFIABLE) and captures:
+            self._amd_compile(v, cand_path, captures)
 
-    def run_and_judge(self, v: Verdict, task: Task, cand_path: Path, extra_job: dict[str, Any] | None = None,
+    def run_and_judge(self, v: Verdict, task: Task, cand_path: Path, extra_job: BackendJobPart | None = None,
                       check_references: Callable[[dict[str, dict[str, Any]]], bool] | None = None,
-                      ) -> tuple[bool, dict | None]:
+                      ) -> tuple[bool, WorkerReport | None]:
         """The run-and-judge path every language shares (backend_api.RunAndJudge): the cases this
         platform runs, their references (cached or computed) while a spare worker is taken, one run
         of the candidate (`extra_job`: what the backend hands the worker), then judging. Returns
@@ -293,11 +294,11 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             if check_references is not None and check_references(refs):
                 return False, None
             t0 = time.monotonic()
-            report, outputs, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra_job)
+            report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra_job)
             v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
         finally:
             spare.cleanup()
-        self._judge(v, task, cases, refs, report, outputs, proc)
+        self._judge(v, task, cases, refs, report, outputs, load_error, proc)
         return True, report
 
     def static_gate(self, v: Verdict, task: Task, source: str, language: str, label: str) -> bool:
@@ -357,29 +358,29 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
 
 
     def _run_candidate(self, spare: Spare, task: Task, cand_path: Path, cases: list[Any],
-                       refs: dict[str, dict[str, Any]],
-                       extra_job: dict[str, Any] | None = None) -> tuple[dict | None, dict | None, Any]:
+                       refs: dict[str, dict[str, Any]], extra_job: BackendJobPart | None = None,
+                       ) -> tuple[WorkerReport | None, dict[str, Any] | None, str | None, Any]:
+        """One run of the candidate in `spare`: (its report, its outputs, why the outputs could not
+        be loaded, the process result). Report and outputs are None when the worker wrote none."""
         report_path = os.path.join(spare.workdir, "candidate_report.json")
         outputs_path = os.path.join(spare.workdir, "candidate_outputs.pt")
         # The candidate may read exactly its inputs files (not the expected outputs beside them,
         # nor anything else in the cache) and its own text, handed into the worker's read-only
         # folder (its OS sandbox was set up before the job was known); it may write only in its
         # own work dir.
-        cjobs = []
-        for i, case in enumerate(cases):
-            r = refs[case.name]
-            cjobs.append({"name": case.name, "inputs_file": spare.hand(r["files"].inputs, f"inputs-{i}.pt"),
-                          "recheck": True, "time": bool(r["timed"]), "flush_bytes": flush_bytes(self._gpu_spec)})
-        cand_path = Path(spare.hand(cand_path))
-        job = {"kind": "candidate", "candidate_path": str(cand_path), "device": spare.device,
-               "interpreter": self.platform.interpreter, "cases": cjobs, "out_dir": spare.workdir,
-               "outputs_path": outputs_path, "report_path": report_path,
-               "readable": [c["inputs_file"] for c in cjobs], "capture": bool(self.archs)}
-        if extra_job:  # language backends (HIP: prebuilt extensions, handed to the worker like the inputs)
-            job.update(extra_job)
-            for build in job.get("hip_prebuilt") or []:
-                build["so_path"] = spare.hand(build["so_path"])
-            job["readable"].append(spare.in_dir)
+        cjobs = [CandidateCaseJob(name=case.name, recheck=True, time=bool(refs[case.name]["timed"]),
+                                  inputs_file=spare.hand(refs[case.name]["files"].inputs, f"inputs-{i}.pt"),
+                                  flush_bytes=flush_bytes(self._gpu_spec))
+                 for i, case in enumerate(cases)]
+        handed_path = spare.hand(cand_path)
+        readable = [c.inputs_file for c in cjobs]
+        if extra_job is not None:  # language backends (HIP: prebuilt extensions, handed to the worker like the inputs)
+            extra_job = extra_job.handed(spare.hand)
+            readable.append(spare.in_dir)
+        job = CandidateJob(candidate_path=handed_path, device=spare.device,
+                           interpreter=self.platform.interpreter, cases=cjobs, out_dir=spare.workdir,
+                           outputs_path=outputs_path, report_path=report_path, readable=readable,
+                           capture=bool(self.archs), backend=extra_job)
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
@@ -387,19 +388,20 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         handoffs = proc.handoff_timings = {"spare_ready_wait_s": spare.ready_wait_s}  # type: ignore[attr-defined]
         proc.spare_start = spare.start_method + (" (fork failed)" if spare.fork_failure else "")  # type: ignore[attr-defined]
         load0 = time.monotonic()
-        report = json.loads(Path(report_path).read_text()) if os.path.isfile(report_path) else None
-        outputs = None
-        if report is not None and not report.get("fatal") and os.path.isfile(outputs_path):
+        # a report without a field (or truncated) raises here: a harness failure, infra_error
+        report = WorkerReport.from_json(Path(report_path).read_text()) if os.path.isfile(report_path) else None
+        outputs, load_error = None, None
+        if report is not None and report.fatal is None and os.path.isfile(outputs_path):
             try:
                 outputs = load_tensor_file(outputs_path)
             except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
-                report.setdefault("load_error", f"{type(exc).__name__}: {exc}"[:500])
+                load_error = f"{type(exc).__name__}: {exc}"[:500]
         handoffs["outputs_load_s"] = time.monotonic() - load0
-        if report and spare.job_sent_at and spare.done_seen_at and report.get("job_received_at"):
+        if report and spare.job_sent_at and spare.done_seen_at and report.job_received_at:
             # sent -> the worker has the job; report written -> the parent saw DONE (pool.Spare.run)
-            handoffs["job_handoff_s"] = report["job_received_at"] - spare.job_sent_at
-            handoffs["done_handoff_s"] = spare.done_seen_at - report["reported_at"]
-        return report, outputs, proc
+            handoffs["job_handoff_s"] = report.job_received_at - spare.job_sent_at
+            handoffs["done_handoff_s"] = spare.done_seen_at - report.reported_at
+        return report, outputs, load_error, proc
 
 
     def _take_spare(self, v: Verdict) -> Spare:

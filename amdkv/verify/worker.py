@@ -2,8 +2,9 @@
 
 A worker starts ahead of need (a *spare*): it imports torch and triton (or is forked by the fork
 server that imported them, fork_server.py), initialises the device, says READY and blocks on one
-JSON job (stdin, or its channel when forked). It runs that single job and exits; it is
-never reused, so whatever a candidate does to the process dies with it.
+JSON job (stdin, or its channel when forked). It runs that single job, writes its report and exits;
+it is never reused, so whatever a candidate does to the process dies with it. Job and report are
+the typed messages of worker_protocol.py (`ReferenceJob`/`CandidateJob` in, `WorkerReport` out).
 
 Two kinds of job:
 - `reference`: load the (trusted) task, draw seeded inputs per case, run the eager `Model` at
@@ -16,7 +17,6 @@ Two kinds of job:
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import sys
 import time
@@ -25,6 +25,8 @@ from typing import Any
 
 from amdkv.config import worker_settings
 from amdkv.verify.phase_clock import PhaseClock, process_cpu_s
+from amdkv.verify.worker_protocol import (CandidateJob, CandidateResult, ReferenceResult, WorkerFailure, WorkerJob,
+                                          WorkerReport, job_from_json, report_path_of)
 
 
 READY_LINE = "READY\n"  # started up, waiting for the job
@@ -149,20 +151,21 @@ def _prepare_device(device: str, parts: _StartupParts) -> None:
             parts.step("profiler", _prewarm_profiler, device)
 
 
-def _apply_gpu_memory_cap(job: dict[str, Any], device: str) -> None:
-    """Per-candidate GPU memory cap (job setting, else the pool's `gpu_mem_fraction` setting).
+def _apply_gpu_memory_cap(job: WorkerJob, device: str) -> float | None:
+    """Per-candidate GPU memory cap (the pool's `gpu_mem_fraction` setting); returns the fraction
+    applied, None when none was.
 
     Only candidate jobs are capped; torch's caching allocator then raises OutOfMemoryError past
     the cap, which the candidate job reports as runtime_error / oom.
     """
-    frac = job.get("gpu_mem_fraction") or worker_settings().get("gpu_mem_fraction")
-    if job.get("kind") != "candidate" or not frac or not device.startswith("cuda"):
-        return
+    frac = worker_settings().get("gpu_mem_fraction")
+    if not isinstance(job, CandidateJob) or not frac or not device.startswith("cuda"):
+        return None
     import torch
 
     frac = min(1.0, max(0.01, float(frac)))
     torch.cuda.set_per_process_memory_fraction(frac, torch.device(device))
-    job["_gpu_mem_fraction"] = frac
+    return frac
 
 
 class _StdioChannel:
@@ -222,32 +225,28 @@ def serve(channel: Any, forked: bool = False) -> int:
     if not line:
         os._exit(0)  # the pool shut down before giving this spare work
     t_job, cpu_job = time.monotonic(), process_cpu_s()  # monotonic: one clock for all processes (Linux)
-    job = json.loads(line)
-    job["_startup_s"] = startup_s
-    report_path = job["report_path"]
+    report_path = report_path_of(line)
+    result: ReferenceResult | CandidateResult | None = None
+    fatal: WorkerFailure | None = None
     try:
+        job = job_from_json(line)
         _apply_gpu_memory_cap(job, device)
-        if job["kind"] == "reference":
-            report = worker_jobs.run_reference_job(job)
-        elif job["kind"] == "candidate":
-            report = worker_jobs.run_candidate_job(job)
-        else:
-            raise ValueError(f"unknown job kind {job['kind']!r}")
-        report["startup_s"] = startup_s
-        report["startup_parts"] = parts.parts
+        result = worker_jobs.run_candidate_job(job) if isinstance(job, CandidateJob) else \
+            worker_jobs.run_reference_job(job)
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
-        report = {"fatal": True, "error_type": type(exc).__name__, "error": str(exc)[:2000],
-                  "traceback": traceback.format_exc()[-6000:]}
+        fatal = WorkerFailure(error_type=type(exc).__name__, error=str(exc)[:2000],
+                              traceback=traceback.format_exc()[-6000:])
     from amdkv.verify.os_sandbox import APPLIED
 
-    report["sandbox"] = dict(APPLIED)  # what the OS sandbox of this process holds (empty: none entered)
-    report["job_s"] = time.monotonic() - t_job
-    report["cpu_s"] = process_cpu_s()  # the whole worker's host CPU (start-up and job, gcc/ptxas included)
-    report["job_cpu_s"] = report["cpu_s"] - cpu_job
-    report["job_received_at"], report["reported_at"] = t_job, time.monotonic()
+    job_s = time.monotonic() - t_job
+    cpu_s = process_cpu_s()  # the whole worker's host CPU (start-up and job, gcc/ptxas included)
+    report = WorkerReport(result=result, fatal=fatal, startup_s=startup_s, startup_parts=parts.parts,
+                          sandbox=dict(APPLIED),  # what the OS sandbox of this process holds (empty: none entered)
+                          job_s=job_s, cpu_s=cpu_s, job_cpu_s=cpu_s - cpu_job, job_received_at=t_job,
+                          reported_at=time.monotonic())
     tmp = report_path + ".tmp"
     with open(tmp, "w") as fh:
-        json.dump(report, fh)
+        fh.write(report.to_json())
     os.replace(tmp, report_path)
     sys.stdout.flush()
     sys.stderr.flush()

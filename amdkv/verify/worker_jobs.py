@@ -14,13 +14,16 @@ import os
 import time
 import traceback
 from contextlib import redirect_stdout
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
 from amdkv.config import worker_settings
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 from amdkv.verify.phase_clock import PhaseClock
+from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateError, CandidateJob, CandidateResult,
+                                          Finding, ReferenceCaseReport, ReferenceJob, ReferenceResult,
+                                          ReferenceTiming, TimingResult)
 
 TRACE_LIMIT = 4000
 OUT_OF_BOUNDS_ACCESS = "out_of_bounds_access"  # reason/finding code of a refused interpreter access
@@ -86,21 +89,21 @@ class TailBuffer(io.TextIOBase):
 
 
 # ------------------------------------------------------------------------------------ reference
-def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
+def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     from amdkv.tasks.loader import load_task_and_module
 
-    device = job["device"]
-    task, module = load_task_and_module(job["task_path"])
-    report: dict[str, Any] = {"cases": []}
-    for cjob in job["cases"]:
-        case = task.case(cjob["name"])
+    device = job.device
+    task, module = load_task_and_module(job.task_path)
+    result = ReferenceResult(cases=[])
+    for cjob in job.cases:
+        case = task.case(cjob.name)
         t0 = time.monotonic()
-        torch.manual_seed(cjob["init_seed"])
+        torch.manual_seed(cjob.init_seed)
         model_cpu = module.Model(*case.init_inputs)
         state_dict = {k: v.detach().clone() for k, v in model_cpu.state_dict().items()}
         model = copy.deepcopy(model_cpu).to(device).eval()
         golden_model = None
-        if cjob.get("golden", True):
+        if cjob.golden:
             # float64 on the same device: GPUs make performance-sized goldens cheap.
             golden_model = copy.deepcopy(model_cpu).to(torch.float64).to(device).eval()
         # Performance-only cases keep their golden in float32 (half the disk; still far more
@@ -109,7 +112,7 @@ def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
         trials, eager, golden, mutated_all = [], [], [], set()
         golden_ok = golden_model is not None
         golden_error = None
-        for seed in cjob["seeds"]:
+        for seed in cjob.seeds:
             torch.manual_seed(seed)
             inputs = list(case.make_inputs())
             trials.append(inputs)
@@ -137,46 +140,44 @@ def run_reference_job(job: dict[str, Any]) -> dict[str, Any]:
         if not golden_ok:
             golden = []
         timing = None
-        if cjob.get("time"):
-            timing = _time_reference(module, case, model, trials[0], device, cjob)
-        torch.save({"init_inputs": case.init_inputs, "init_seed": cjob["init_seed"],
-                    "state_dict": state_dict, "trials": trials, "seeds": cjob["seeds"],
-                    "mutated": sorted(mutated_all)}, cjob["inputs_file"])
-        torch.save({"eager": eager, "golden": golden if golden_ok else None}, cjob["expected_file"])
+        if cjob.time:
+            timing = _time_reference(model, trials[0], device, cjob.flush_bytes, cjob.compile_baseline)
+        torch.save({"init_inputs": case.init_inputs, "init_seed": cjob.init_seed,
+                    "state_dict": state_dict, "trials": trials, "seeds": cjob.seeds,
+                    "mutated": sorted(mutated_all)}, cjob.inputs_file)
+        torch.save({"eager": eager, "golden": golden if golden_ok else None}, cjob.expected_file)
         first_out = eager[0]
-        report["cases"].append({
-            "name": case.name,
-            "input_dtypes": [_dtype_name(x) for x in trials[0]],
-            "output_dtypes": [_dtype_name(x) for x in first_out],
-            "mutated": sorted(mutated_all),
-            "min_bytes": case.min_bytes or (_nbytes(trials[0]) + _nbytes(first_out)),
-            "golden_available": golden_ok,
-            "golden_error": golden_error,
-            "timing": timing,
-            "seconds": time.monotonic() - t0,
-        })
-    return report
+        result.cases.append(ReferenceCaseReport(
+            name=case.name,
+            input_dtypes=[_dtype_name(x) for x in trials[0]],
+            output_dtypes=[_dtype_name(x) for x in first_out],
+            mutated=sorted(mutated_all),
+            min_bytes=case.min_bytes or (_nbytes(trials[0]) + _nbytes(first_out)),
+            golden_available=golden_ok,
+            golden_error=golden_error,
+            timing=timing,
+            seconds=time.monotonic() - t0,
+        ))
+    return result
 
 
-def _time_reference(module: Any, case: Any, model: Any, inputs: list[Any], device: str,
-                    cjob: dict[str, Any]) -> dict[str, Any]:
+def _time_reference(model: Any, inputs: list[Any], device: str, flush_bytes: int,
+                    compile_baseline: bool) -> ReferenceTiming:
     """Eager and torch.compile baselines of the reference, timed once per GPU and cached."""
     from amdkv.verify import timing
 
     dev_inputs = to_device(inputs, device)
-    out: dict[str, Any] = {}
     with torch.no_grad():
-        out["eager"] = timing.measure(lambda: model(*dev_inputs), flush_nbytes=cjob["flush_bytes"], device=device)
-        if not cjob.get("compile_baseline", True):
-            return out
+        eager = timing.measure(lambda: model(*dev_inputs), flush_nbytes=flush_bytes, device=device)
+        if not compile_baseline:
+            return ReferenceTiming(eager=eager, compile=None, compile_error=None)
         try:
             compiled = torch.compile(model)
             compiled(*dev_inputs)
-            out["compile"] = timing.measure(lambda: compiled(*dev_inputs), flush_nbytes=cjob["flush_bytes"],
-                                            device=device)
+            return ReferenceTiming(eager=eager, compile_error=None, compile=timing.measure(
+                lambda: compiled(*dev_inputs), flush_nbytes=flush_bytes, device=device))
         except Exception as exc:  # a baseline that cannot compile is reported, not fatal
-            out["compile"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    return out
+            return ReferenceTiming(eager=eager, compile=None, compile_error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 # ------------------------------------------------------------------------------------ candidate
@@ -201,10 +202,10 @@ def _classify_exception(exc: BaseException, in_kernel: bool) -> tuple[str, str]:
     return "runtime_error", f"exception:{name}"
 
 
-def _error_entry(exc: BaseException, stage: str, in_kernel: bool) -> dict[str, Any]:
+def _error_entry(exc: BaseException, stage: str, in_kernel: bool) -> CandidateError:
     status, reason = _classify_exception(exc, in_kernel)
-    return {"stage": stage, "status": status, "reason": reason, "type": type(exc).__name__,
-            "message": str(exc)[:1500], "traceback": traceback.format_exc()[-TRACE_LIMIT:]}
+    return CandidateError(stage=stage, status=status, reason=reason, type=type(exc).__name__,
+                          message=str(exc)[:1500], traceback=traceback.format_exc()[-TRACE_LIMIT:])
 
 
 def _patch_autotune_for_interpreter() -> None:
@@ -220,37 +221,39 @@ def _patch_autotune_for_interpreter() -> None:
     autotuner.Autotuner._bench = _bench
 
 
-def _readable_roots(job: dict[str, Any]) -> list[str]:
+def _readable_roots(code_path: str, readable: Sequence[str] = ()) -> list[str]:
     """What the audit hook lets Python code read: the Python installation and amdkv (the same list
-    as the OS sandbox's, os_sandbox.python_roots), a few system files, the job's own files."""
+    as the OS sandbox's, os_sandbox.python_roots), a few system files, the code's own file
+    `code_path` and `readable` (a job's own files)."""
     from amdkv.verify.os_sandbox import python_roots
 
     roots = {"/proc", "/sys", "/dev", "/usr/lib", "/usr/local/cuda", "/opt/rocm", "/etc/ld.so.cache",
-             "/usr/share/zoneinfo", job["candidate_path"], *python_roots()}
-    return sorted(roots) + list(job.get("readable", []))
+             "/usr/share/zoneinfo", code_path, *python_roots()}
+    return sorted(roots) + list(readable)
 
 
-def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
+def run_candidate_job(job: CandidateJob) -> CandidateResult:
     from amdkv.tasks.loader import import_source_file
     from amdkv.verify.runtime_guards import (FileAccessGuard, LaunchCounter, TorchOpRecorder,
                                              guarded_copy, guards_intact, poisoned_allocations)
 
-    device = job["device"]
-    report: dict[str, Any] = {"cases": [], "captures": [], "error": None, "file_violations": []}
+    device = job.device
     # where the worker's time goes (wall and host-CPU seconds per phase; `first_call` is the first
     # checked call, which JIT-compiles the candidate's kernels): verdict.timings
     clock = PhaseClock(("load_inputs", "import", "first_call", "trials", "timing", "post_timing_check", "save_outputs"),
                        wall_only=("lock_wait", "lock_held"))
-    report["phase_s"], report["phase_cpu_s"], report["phase_children_cpu_s"] = clock.wall, clock.cpu, clock.children_cpu
+    report = CandidateResult(cases=[], error=None, file_violations=[], captures=[], kernels={}, stdout_tail="",
+                             import_s=None, phase_s=clock.wall, phase_cpu_s=clock.cpu,
+                             phase_children_cpu_s=clock.children_cpu)
     # 1. Everything the candidate may use is loaded before its code runs.
     with clock.phase("load_inputs"):
-        case_inputs = {c["name"]: torch.load(c["inputs_file"], weights_only=True) for c in job["cases"]}
+        case_inputs = {c.name: torch.load(c.inputs_file, weights_only=True) for c in job.cases}
 
     captures: list[dict[str, Any]] = []
     capture_keys: set[str] = set()
 
     def on_launch(kernel: Any, args: tuple, kwargs: dict, grid: Any) -> None:
-        if not job.get("capture") or len(captures) >= 32:
+        if not job.capture or len(captures) >= 32:
             return
         from amdkv.verify.amd import triton_capture  # provided by the AMD-compile layer
         cap = triton_capture.capture_launch(kernel, args, kwargs, grid)
@@ -262,14 +265,14 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
 
     counter = LaunchCounter(on_launch=on_launch)
     counter.install()
-    if job.get("trusted_code"):  # a program: the task's own code follows the candidate's (verify/program.py)
-        TorchOpRecorder.trusted_region = (str(os.path.realpath(job["candidate_path"])),
-                                          int(job["trusted_code"]["from_line"]))
-    if job.get("hip_prebuilt") is not None:  # HIP: the parent built the extensions (backends/hip_run.py)
+    backend = job.backend
+    if backend is not None and backend.trusted_from_line is not None:  # a program (verify/program.py)
+        TorchOpRecorder.trusted_region = (str(os.path.realpath(job.candidate_path)), int(backend.trusted_from_line))
+    if backend is not None and backend.hip_prebuilt is not None:  # HIP: the parent built the extensions
         from amdkv.verify.backends.hip_run import install_prebuilt
-        install_prebuilt(job["hip_prebuilt"], counter)
+        install_prebuilt(backend.hip_prebuilt, counter)
     bounds = None
-    if job.get("interpreter"):
+    if job.interpreter:
         _patch_autotune_for_interpreter()
         # every load/store/atomic of an interpreted kernel is checked against its launch's tensor
         # arguments (interpreter_bounds.py): installed before the candidate's code exists
@@ -285,17 +288,18 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     import importlib.util
 
     try:
-        pyc = [importlib.util.cache_from_source(job["candidate_path"])]
+        pyc = [importlib.util.cache_from_source(job.candidate_path)]
     except (NotImplementedError, ValueError):  # no bytecode cache in this interpreter
         pyc = []
     # The report and outputs files are the worker's word to the parent: the candidate, which runs
     # with the worker's temp dir as its cwd and writable, must not be able to write them first.
-    protected = [job["report_path"], job["report_path"] + ".tmp", job["outputs_path"]]
+    protected = [job.report_path, job.report_path + ".tmp", job.outputs_path]
     timing_lock = worker_settings().get("timing_lock")
-    guard = FileAccessGuard(readable=_readable_roots(job), writable=[job["out_dir"]] + ([timing_lock] if timing_lock else []),
+    guard = FileAccessGuard(readable=_readable_roots(job.candidate_path, job.readable),
+                            writable=[job.out_dir] + ([timing_lock] if timing_lock else []),
                             refused_quietly=pyc, protected=protected)
     guard.install()
-    if not job.get("interpreter"):
+    if not job.interpreter:
         counter.guard = guard
     stdout_buf = TailBuffer()
 
@@ -303,33 +307,32 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
     guard.enabled = True
     try:
         with clock.phase("import"), redirect_stdout(stdout_buf):
-            module = import_source_file(job["candidate_path"], "amdkv_candidate")
+            module = import_source_file(job.candidate_path, "amdkv_candidate")
     except BaseException as exc:  # noqa: BLE001
         guard.enabled = False
-        report["error"] = _error_entry(exc, "import", False)
+        report.error = _error_entry(exc, "import", False)
         if isinstance(exc, SyntaxError):
-            report["error"].update(status="compile_error", reason="syntax_error")
-        elif report["error"]["status"] == "runtime_error":
-            report["error"].update(status="compile_error", reason="import_error")
-        report["file_violations"] = guard.violations
+            report.error.status, report.error.reason = "compile_error", "syntax_error"
+        elif report.error.status == "runtime_error":
+            report.error.status, report.error.reason = "compile_error", "import_error"
+        report.file_violations = guard.violations
         return report
-    report["import_s"] = clock.wall["import"]
+    report.import_s = clock.wall["import"]
     model_cls = getattr(module, "ModelNew", None)
     if not isinstance(model_cls, type):
         guard.enabled = False
-        report["error"] = {"stage": "import", "status": "compile_error", "reason": "no_model_new",
-                           "type": "AttributeError", "message": "the candidate defines no class `ModelNew`",
-                           "traceback": ""}
+        report.error = CandidateError(stage="import", status="compile_error", reason="no_model_new",
+                                      type="AttributeError", message="the candidate defines no class `ModelNew`",
+                                      traceback="")
         return report
 
     outputs: dict[str, Any] = {}
     first_call = True
-    for cjob in job["cases"]:
-        data = case_inputs[cjob["name"]]
+    for cjob in job.cases:
+        data = case_inputs[cjob.name]
         allowed_mut = set(data["mutated"])
-        crep: dict[str, Any] = {"name": cjob["name"], "launches": [], "compute_ops": {}, "findings": [],
-                                "error": None}
-        report["cases"].append(crep)
+        crep = CandidateCaseReport(name=cjob.name, launches=[], compute_ops={}, findings=[], error=None, timing=None)
+        report.cases.append(crep)
         # 3. Build ModelNew exactly as the reference was built, then take matching weights.
         try:
             with redirect_stdout(stdout_buf):
@@ -343,13 +346,14 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 if hasattr(model, "eval"):
                     model.eval()
         except BaseException as exc:  # noqa: BLE001
-            crep["error"] = _error_entry(exc, "init", False)
-            crep["error"]["reason"] = "init_error" if crep["error"]["status"] == "runtime_error" \
-                else crep["error"]["reason"]
+            crep.error = _error_entry(exc, "init", False)
+            if crep.error.status == "runtime_error":
+                crep.error.reason = "init_error"
             break
 
-        def call(inputs: list[Any], check: bool) -> tuple[list[Any], dict[str, Any]]:
-            """One forward with every runtime check on; returns output leaves and findings."""
+        def call(inputs: list[Any]) -> tuple[list[Any], int, dict[str, int], list[Finding]]:
+            """One forward with every runtime check on; returns output leaves, launches, the aten ops
+            Python code ran and findings."""
             dev = to_device(inputs, device)
             guarded, raws = [], []
             for x in dev:
@@ -364,7 +368,7 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             recorder = TorchOpRecorder()
             counter.recorder = recorder
             before = counter.count
-            info: dict[str, Any] = {"findings": []}
+            findings: list[Finding] = []
             if bounds is not None:
                 bounds.reset()
             try:
@@ -373,16 +377,16 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 _sync(device)
             finally:
                 counter.recorder = None
-            info["launches"] = counter.count - before
+            launches = counter.count - before
             if bounds is not None and bounds.violation is not None:  # refused, and the error swallowed
-                info["findings"].append({"code": OUT_OF_BOUNDS_ACCESS, "message": bounds.violation.message})
-            info["compute_ops"] = dict(recorder.compute_ops)
+                findings.append(Finding(code=OUT_OF_BOUNDS_ACCESS, message=bounds.violation.message))
+            compute_ops = dict(recorder.compute_ops)
             leaves_dev = flatten_outputs(out)
             subclass = [i for i, leaf in enumerate(leaves_dev)
                         if isinstance(leaf, torch.Tensor) and type(leaf) is not torch.Tensor]
             if subclass:
-                info["findings"].append({"code": "tensor_subclass", "message":
-                                         f"output(s) {subclass} are torch.Tensor subclasses"})
+                findings.append(Finding(code="tensor_subclass",
+                                        message=f"output(s) {subclass} are torch.Tensor subclasses"))
             in_ptrs = [(g.untyped_storage().data_ptr(), g.untyped_storage().nbytes())
                        for g in guarded if isinstance(g, torch.Tensor)] + \
                       [(r[0].untyped_storage().data_ptr(), r[0].untyped_storage().nbytes())
@@ -391,17 +395,17 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(leaf, torch.Tensor) and leaf.numel() > 0:
                     p = leaf.untyped_storage().data_ptr()
                     if any(s <= p < s + n for s, n in in_ptrs):
-                        info["findings"].append({"code": "output_aliases_input", "message":
-                                                 f"output {i} shares memory with an input"})
+                        findings.append(Finding(code="output_aliases_input",
+                                                message=f"output {i} shares memory with an input"))
             for i, (g, o) in enumerate(zip(guarded, originals)):
                 if isinstance(g, torch.Tensor) and i not in allowed_mut and not bitwise_equal(g, o):
-                    info["findings"].append({"code": "input_mutation", "message": f"input {i} was modified"})
+                    findings.append(Finding(code="input_mutation", message=f"input {i} was modified"))
             for i, r in enumerate(raws):
                 if r is not None and not guards_intact(*r):
-                    info["findings"].append({"code": "out_of_bounds_write", "message":
-                                             f"bytes next to input {i} were overwritten"})
+                    findings.append(Finding(code="out_of_bounds_write",
+                                            message=f"bytes next to input {i} were overwritten"))
             leaves = _detach_leaves(out) + [guarded[i].detach().cpu().clone() for i in sorted(allowed_mut)]
-            return leaves, info
+            return leaves, launches, compute_ops, findings
 
         case_out: dict[str, Any] = {"trials": [], "recheck": None}
 
@@ -409,11 +413,11 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
             """One checked call, recorded in the case report like every other: the re-check and
             after-timing calls too (their aten ops count, so a candidate cannot fall back to
             PyTorch on those calls alone)."""
-            leaves, info = call(inputs, True)
-            crep["launches"].append(info["launches"])
-            for k, v in info["compute_ops"].items():
-                crep["compute_ops"][k] = crep["compute_ops"].get(k, 0) + v
-            crep["findings"] += info["findings"]
+            leaves, launches, compute_ops, findings = call(inputs)
+            crep.launches.append(launches)
+            for k, v in compute_ops.items():
+                crep.compute_ops[k] = crep.compute_ops.get(k, 0) + v
+            crep.findings += findings
             return leaves
 
         try:
@@ -421,44 +425,45 @@ def run_candidate_job(job: dict[str, Any]) -> dict[str, Any]:
                 with clock.phase("first_call" if first_call else "trials"):
                     case_out["trials"].append(checked_call(t_inputs))
                 first_call = False
-            if cjob.get("recheck", True):
+            if cjob.recheck:
                 with clock.phase("trials"):
                     case_out["recheck"] = checked_call(data["trials"][0])
-            if cjob.get("time") and device != "cpu":
+            if cjob.time and device != "cpu":
                 with clock.phase("timing"):
-                    crep["timing"] = _time_candidate(model, data["trials"][0], device, cjob)
-                clock.add_wall("lock_wait", crep["timing"].get("lock_wait_s", 0.0))
-                clock.add_wall("lock_held", crep["timing"].get("lock_held_s", 0.0))
+                    crep.timing = measured = _time_candidate(model, data["trials"][0], device, cjob.flush_bytes)
+                clock.add_wall("lock_wait", measured.get("lock_wait_s", 0.0))
+                clock.add_wall("lock_held", measured.get("lock_held_s", 0.0))
                 # results re-checked after timing: one more checked call, compared by the parent
                 with clock.phase("post_timing_check"):
                     case_out["post_timing"] = checked_call(data["trials"][0])
         except BaseException as exc:  # noqa: BLE001
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
-            crep["error"] = _error_entry(exc, "forward", in_kernel)
+            crep.error = _error_entry(exc, "forward", in_kernel)
             if bounds is not None and bounds.violation is not None:
                 # the refused access is the cause, however the interpreter wrapped it (InterpreterError
                 # from inside a launch would otherwise read as compile_error/triton_compile_error)
-                crep["error"].update(status="runtime_error", reason=OUT_OF_BOUNDS_ACCESS,
-                                     type="OutOfBoundsAccess", message=bounds.violation.message)
-        outputs[cjob["name"]] = case_out
-        if crep["error"]:
+                err = crep.error
+                err.status, err.reason, err.type = "runtime_error", OUT_OF_BOUNDS_ACCESS, "OutOfBoundsAccess"
+                err.message = bounds.violation.message
+        outputs[cjob.name] = case_out
+        if crep.error:
             break
     guard.enabled = False
-    report["file_violations"] = guard.violations
-    report["captures"] = captures
-    report["kernels"] = counter.kernels
-    report["stdout_tail"] = stdout_buf.getvalue()[-2000:]
+    report.file_violations = guard.violations
+    report.captures = captures
+    report.kernels = counter.kernels
+    report.stdout_tail = stdout_buf.getvalue()[-2000:]
     with clock.phase("save_outputs"):
-        torch.save(outputs, job["outputs_path"])
+        torch.save(outputs, job.outputs_path)
     return report
 
 
-def _time_candidate(model: Any, inputs: list[Any], device: str, cjob: dict[str, Any]) -> dict[str, Any]:
+def _time_candidate(model: Any, inputs: list[Any], device: str, flush_bytes: int) -> TimingResult:
     from amdkv.verify import timing
 
     dev_inputs = to_device(inputs, device)
     wall0 = time.monotonic()
     with torch.no_grad():
-        res = timing.measure(lambda: model(*dev_inputs), flush_nbytes=cjob["flush_bytes"], device=device)
-    res["wall_s"] = time.monotonic() - wall0
+        res = timing.measure(lambda: model(*dev_inputs), flush_nbytes=flush_bytes, device=device)
+    res["wall_s"] = time.monotonic() - wall0  # the worker's wall clock around it (timing.check_consistency)
     return res

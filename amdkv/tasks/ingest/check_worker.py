@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     # importing the task probes for its bytecode cache beside it: refused without counting (a stale
     # .pyc must not stand in for the source), as the verifier's worker does for candidates
     pyc = [importlib.util.cache_from_source(task_file)]
-    guard = FileAccessGuard(readable=_readable_roots({"candidate_path": task_file}), writable=[workdir],
+    guard = FileAccessGuard(readable=_readable_roots(task_file), writable=[workdir],
                             refused_quietly=pyc, protected=protected)
     guard.install()
     t0 = time.monotonic()

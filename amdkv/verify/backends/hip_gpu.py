@@ -21,6 +21,7 @@ from typing import Any
 from amdkv.errors import InfrastructureError
 from amdkv.verify.backend_api import RunAndJudge
 from amdkv.verify.verdict import COMPILE_ERROR, TIMEOUT, UNVERIFIABLE, ArchResources
+from amdkv.verify.worker_protocol import BackendJobPart, HipPrebuilt
 
 _TOOLCHAINS: dict[str, Any] = {}
 
@@ -94,7 +95,8 @@ def verify_hip_on_gpu(verifier: RunAndJudge, v: Any, task: Any, cand_path: Path,
 
 
 def _run_and_judge(verifier: RunAndJudge, v: Any, task: Any, cand_path: Path, builds: list[Any]) -> None:
-    extra = {"hip_prebuilt": [{"name": b.name, "so_path": b.so_path, "module_name": b.module_name} for b in builds]}
+    extra = BackendJobPart(hip_prebuilt=[HipPrebuilt(name=b.name, so_path=b.so_path, module_name=b.module_name)
+                                         for b in builds])
     verifier.run_and_judge(v, task, cand_path, extra)
 
 

@@ -16,6 +16,8 @@ import importlib.util
 import sys
 from typing import Any, Callable
 
+from amdkv.verify.worker_protocol import HipPrebuilt
+
 
 class HipBuildMissing(ImportError):
     """The candidate asked for an extension the parent did not build (different name or count)."""
@@ -61,11 +63,9 @@ def _load_so(module_name: str, so_path: str) -> Any:
     return module
 
 
-def install_prebuilt(builds: list[dict[str, Any]], counter: Any) -> None:
-    """Patch `torch.utils.cpp_extension.load_inline`/`load` to return the parent's builds.
-
-    `builds`: [{"name", "so_path", "module_name"}] in the order the capture saw the calls.
-    """
+def install_prebuilt(builds: list[HipPrebuilt], counter: Any) -> None:
+    """Patch `torch.utils.cpp_extension.load_inline`/`load` to return the parent's builds (the
+    candidate job's `BackendJobPart.hip_prebuilt`, in the order the capture saw the calls)."""
     import torch.utils.cpp_extension as ce
 
     pending = list(builds)
@@ -73,15 +73,15 @@ def install_prebuilt(builds: list[dict[str, Any]], counter: Any) -> None:
 
     def take(name: Any, *args: Any, **kwargs: Any) -> HipExtension:
         name = str(name)
-        entry = next((b for b in pending if b["name"] == name), None)
+        entry = next((b for b in pending if b.name == name), None)
         if entry is None:
             if name in loaded:  # the same extension asked for twice (e.g. in __init__ per instance)
                 return HipExtension(name, loaded[name], counter)
             raise HipBuildMissing(f"extension {name!r} was not captured before the run (captured: "
-                                  f"{[b['name'] for b in builds]}); build extensions at import or in __init__ "
+                                  f"{[b.name for b in builds]}); build extensions at import or in __init__ "
                                   "with a fixed name")
         pending.remove(entry)
-        module = _load_so(entry["module_name"], entry["so_path"])
+        module = _load_so(entry.module_name, entry.so_path)
         loaded[name] = module
         return HipExtension(name, module, counter)
 

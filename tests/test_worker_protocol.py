@@ -1,0 +1,265 @@
+"""The parent-worker protocol (amdkv/verify/worker_protocol.py): typed jobs and reports.
+
+Unit tests of the messages (round trips, strict reading, the one-of rule of a report, standard
+library only), then the parent's side end to end on the CPU platform: a candidate's report that
+lacks a field, has an unknown one, or is cut short is a harness failure (infra_error with the
+message in the diagnostics), never a verdict against the candidate.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from amdkv.verify import worker_protocol as wp
+from amdkv.verify.worker_protocol import (BackendJobPart, CandidateCaseJob, CandidateCaseReport, CandidateError,
+                                          CandidateJob, CandidateResult, Finding, HipPrebuilt, ProtocolError,
+                                          ReferenceCaseJob, ReferenceCaseReport, ReferenceJob, ReferenceResult,
+                                          ReferenceTiming, WorkerFailure, WorkerReport, job_from_json, report_path_of)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _candidate_job(backend: BackendJobPart | None = None) -> CandidateJob:
+    return CandidateJob(candidate_path="/w/in/candidate.py", device="cpu", interpreter=True,
+                        cases=[CandidateCaseJob(name="small", inputs_file="/w/in/inputs-0.pt", recheck=True,
+                                                time=False, flush_bytes=1024)],
+                        out_dir="/w/scratch", outputs_path="/w/scratch/o.pt", report_path="/w/scratch/r.json",
+                        readable=["/w/in/inputs-0.pt"], capture=False, backend=backend)
+
+
+def _reference_job() -> ReferenceJob:
+    return ReferenceJob(task_path="/t/task.py", device="cuda:0", report_path="/w/r.json", cases=[
+        ReferenceCaseJob(name="big", seeds=[1234], init_seed=42, inputs_file="/c/inputs.pt",
+                         expected_file="/c/expected.pt", golden=True, time=True, flush_bytes=2 << 20,
+                         compile_baseline=True)])
+
+
+def _envelope(**fields: Any) -> dict[str, Any]:
+    return dict(startup_s=0.5, startup_parts={"cuda_context_s": 0.2, "cuda_context_cpu_s": 0.1},
+                sandbox={"applied": ["seccomp"]}, job_s=1.5, cpu_s=3.0, job_cpu_s=1.0,
+                job_received_at=100.0, reported_at=101.5, **fields)
+
+
+def _candidate_report() -> WorkerReport:
+    case = CandidateCaseReport(name="small", launches=[1, 1, 0], compute_ops={"aten.add.Tensor": 2},
+                               findings=[Finding(code="input_mutation", message="input 0 was modified")],
+                               error=CandidateError(stage="forward", status="runtime_error", reason="oom",
+                                                    type="OutOfMemoryError", message="m", traceback="tb"),
+                               timing={"ms": 0.5, "calls": 55, "method": "cuda_events+l2_flush", "wall_s": 0.2})
+    result = CandidateResult(cases=[case], error=None, file_violations=[], captures=[{"kernel": "k"}],
+                             kernels={"k": 3}, stdout_tail="hi", import_s=0.1, phase_s={"import": 0.1},
+                             phase_cpu_s={"import": 0.1}, phase_children_cpu_s={"import": 0.0})
+    return WorkerReport(result=result, fatal=None, **_envelope())
+
+
+def _reference_report() -> WorkerReport:
+    case = ReferenceCaseReport(name="big", input_dtypes=["float32"], output_dtypes=["float32"], mutated=[],
+                               min_bytes=4096, golden_available=True, golden_error=None, seconds=0.3,
+                               timing=ReferenceTiming(eager={"ms": 1.0}, compile=None, compile_error="no inductor"))
+    return WorkerReport(result=ReferenceResult(cases=[case]), fatal=None, **_envelope())
+
+
+# ------------------------------------------------------------------------------------- messages
+@pytest.mark.parametrize("job", [
+    _reference_job(), _candidate_job(),
+    _candidate_job(BackendJobPart(trusted_from_line=12)),
+    _candidate_job(BackendJobPart(hip_prebuilt=[HipPrebuilt(name="e", so_path="/b/e.so", module_name="m")])),
+], ids=["reference", "candidate", "program", "hip"])
+def test_jobs_survive_one_json_line(job):
+    line = job.to_json()
+    assert "\n" not in line
+    assert job_from_json(line) == job and report_path_of(line) == job.report_path
+    assert json.loads(line)["kind"] == job.KIND
+
+
+@pytest.mark.parametrize("report", [_candidate_report(), _reference_report(),
+                                    WorkerReport(result=None, fatal=WorkerFailure("KeyError", "'x'", "tb"),
+                                                 **_envelope())],
+                         ids=["candidate", "reference", "fatal"])
+def test_reports_survive_their_json_file(report):
+    assert WorkerReport.from_json(report.to_json()) == report
+
+
+def test_a_missing_field_is_named():
+    data = json.loads(_candidate_report().to_json())
+    del data["result"]["cases"][0]["findings"][0]["message"]
+    with pytest.raises(ProtocolError, match=r"WorkerReport\.result\.cases\[0\]\.findings\[0\]: missing field\(s\) "
+                                            r"\['message'\]"):
+        WorkerReport.from_dict(data)
+    del data["cpu_s"]
+    with pytest.raises(ProtocolError, match=r"missing field\(s\) \['cpu_s'\]"):
+        WorkerReport.from_dict(data)
+
+
+def test_an_unknown_field_is_named():
+    data = json.loads(_candidate_job().to_json())
+    data["cases"][0]["gpu_mem_fraction"] = 0.5
+    with pytest.raises(ProtocolError, match=r"job\.cases\[0\]: unknown field\(s\) \['gpu_mem_fraction'\]"):
+        job_from_json(json.dumps(data))
+
+
+@pytest.mark.parametrize("kind", ["test", None])
+def test_a_job_of_no_known_kind_is_refused(kind):
+    data = json.loads(_reference_job().to_json())
+    data["kind"] = kind
+    with pytest.raises(ProtocolError, match="kind"):
+        job_from_json(json.dumps(data))
+    with pytest.raises(ProtocolError, match="not a 'candidate' message"):
+        CandidateJob.from_dict(json.loads(_reference_job().to_json()))
+
+
+def test_a_job_without_report_path_cannot_be_answered():
+    data = json.loads(_reference_job().to_json())
+    del data["report_path"]
+    with pytest.raises(ProtocolError, match="report_path"):
+        report_path_of(json.dumps(data))
+
+
+def test_a_report_holds_a_result_or_a_failure():
+    with pytest.raises(ProtocolError, match="exactly one"):
+        WorkerReport(result=None, fatal=None, **_envelope())
+    with pytest.raises(ProtocolError, match="exactly one"):
+        WorkerReport(result=ReferenceResult(cases=[]), fatal=WorkerFailure("E", "e", ""), **_envelope())
+    with pytest.raises(ProtocolError, match="expected a CandidateResult, got ReferenceResult"):
+        _reference_report().result_of(CandidateResult)
+    assert _candidate_report().result_of(CandidateResult).cases[0].name == "small"
+
+
+def test_values_are_not_type_checked():
+    """The parent judges the values it uses itself: a forged time stays a timing finding
+    (timing.check_consistency), not a protocol error."""
+    data = json.loads(_candidate_report().to_json())
+    data["result"]["cases"][0]["timing"] = {"ms": "fast"}
+    assert WorkerReport.from_dict(data).result_of(CandidateResult).cases[0].timing == {"ms": "fast"}
+
+
+def test_backend_part_hands_its_files():
+    part = BackendJobPart(hip_prebuilt=[HipPrebuilt(name="e", so_path="/b/e.so", module_name="m")])
+    handed = part.handed(lambda path: "/w/in/" + Path(path).name)
+    assert handed.hip_prebuilt == [HipPrebuilt(name="e", so_path="/w/in/e.so", module_name="m")]
+    assert part.hip_prebuilt[0].so_path == "/b/e.so"  # jobs are values: the original is unchanged
+    program = BackendJobPart(trusted_from_line=3)
+    assert program.handed(lambda path: "unused") is program
+
+
+def test_protocol_imports_only_the_standard_library():
+    """Workers import it before the candidate runs, and so does the parent."""
+    tree = ast.parse(Path(wp.__file__).read_text())
+    names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    names |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    assert names - {"__future__"} <= set(sys.stdlib_module_names), names
+
+
+# ------------------------------------------------------------------- timings (GPU paths, no GPU)
+@pytest.mark.parametrize("compile_fails", [False, True])
+def test_reference_timing_carries_eager_compile_or_why_not(monkeypatch, compile_fails):
+    """The reference worker's baselines (timed on GPUs only) with a stand-in clock: torch.compile
+    that fails leaves `compile` None and says why in `compile_error`."""
+    torch = pytest.importorskip("torch")
+    from amdkv.verify import timing, worker_jobs
+
+    def measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str) -> dict[str, Any]:
+        fn()
+        return {"ms": 2.0, "calls": 1}
+
+    monkeypatch.setattr(timing, "measure", measure)
+
+    def broken_compile(model: Any) -> Any:
+        raise RuntimeError("no inductor here")
+
+    if compile_fails:
+        monkeypatch.setattr(torch, "compile", broken_compile)
+    else:
+        monkeypatch.setattr(torch, "compile", lambda model: model)
+    got = worker_jobs._time_reference(torch.nn.ReLU(), [torch.ones(4)], "cpu", 1024, compile_baseline=True)
+    assert got.eager == {"ms": 2.0, "calls": 1}
+    if compile_fails:
+        assert got.compile is None and got.compile_error == "RuntimeError: no inductor here"
+    else:
+        assert got.compile == {"ms": 2.0, "calls": 1} and got.compile_error is None
+    eager_only = worker_jobs._time_reference(torch.nn.ReLU(), [torch.ones(4)], "cpu", 1024, compile_baseline=False)
+    assert eager_only == wp.ReferenceTiming(eager={"ms": 2.0, "calls": 1}, compile=None, compile_error=None)
+
+
+@pytest.mark.parametrize("compile_t,want_compile", [({"ms": 3.0}, 1.5), (None, None)])
+def test_speedups_read_the_typed_reference_timing(compile_t, want_compile):
+    from types import SimpleNamespace
+
+    from amdkv.verify.speed import SpeedMixin
+    from amdkv.verify.verdict import CaseResult
+
+    ref = _reference_report().result_of(ReferenceResult).cases[0]
+    ref.timing = ReferenceTiming(eager={"ms": 1.0}, compile=compile_t, compile_error=None if compile_t else "x")
+    cres = CaseResult(name="big", tags=["performance"])
+    speed = SpeedMixin()
+    speed._gpu_spec = None  # type: ignore[attr-defined]  # no roofline floor
+    speed._case_speed(cres, ref, {"ms": 2.0, "method": "cuda_events+l2_flush"}, SimpleNamespace(dtypes=["fp32"]))
+    assert (cres.ref_ms, cres.cand_ms, cres.speedup) == (1.0, 2.0, 0.5)
+    assert cres.speedup_compile == want_compile and cres.timing_method == "cuda_events+l2_flush"
+    untimed = CaseResult(name="big", tags=["performance"])
+    ref.timing = None
+    speed._case_speed(untimed, ref, {"ms": 2.0}, SimpleNamespace(dtypes=["fp32"]))
+    assert untimed.speedup is None and untimed.cand_ms is None
+
+
+# ---------------------------------------------------------------------- the parent, end to end
+def _drop_cpu_s(data: dict[str, Any]) -> str:
+    del data["cpu_s"]
+    return json.dumps(data)
+
+
+def _add_field(data: dict[str, Any]) -> str:
+    data["result"]["cases"][0]["speedup"] = 100.0
+    return json.dumps(data)
+
+
+def _cut_short(data: dict[str, Any]) -> str:
+    return json.dumps(data)[:40]
+
+
+@pytest.fixture(scope="module")
+def cpu_verifier():
+    pytest.importorskip("triton", reason="the candidate is a Triton kernel")
+    from amdkv.verify import Verifier
+
+    with Verifier("cpu", spares=0, timeout=120.0) as v:
+        yield v
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (json.dumps, None),
+    (_drop_cpu_s, "missing field(s) ['cpu_s']"),
+    (_add_field, "WorkerReport.result.cases[0]: unknown field(s) ['speedup']"),
+    (_cut_short, "JSONDecodeError"),
+], ids=["intact", "missing", "unknown", "truncated"])
+def test_an_unreadable_candidate_report_is_a_harness_failure(cpu_verifier, monkeypatch,
+                                                            damage: Callable[[dict[str, Any]], str],
+                                                            needle: str | None):
+    from amdkv.verify.pool import Spare
+
+    real_run = Spare.run
+
+    def run_then_damage(self: Spare, job: wp.WorkerJob, timeout: float) -> Any:
+        res = real_run(self, job, timeout)
+        if isinstance(job, CandidateJob):  # the reference's report stays whole
+            path = Path(job.report_path)
+            path.write_text(damage(json.loads(path.read_text())))
+        return res
+
+    monkeypatch.setattr(Spare, "run", run_then_damage)
+    task = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
+    cand = ROOT / "amdkv" / "tasks" / "builtin" / "solutions" / "triton" / "l1_relu.py"
+    verdict = cpu_verifier.verify(task, cand)
+    if needle is None:  # the control: the same report, rewritten whole, is judged as usual
+        assert verdict.status == "ok" and verdict.timings["worker_cpu_s"] > 0, verdict.diagnostics[-2000:]
+        return
+    assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
+    assert needle in verdict.diagnostics and verdict.cases == []
