@@ -265,7 +265,7 @@ def run_rl(plan: Plan, work: Path, seed: int, control: bool, deadline: float, na
             "amdkv/status/mismatch", "amdkv/status/compile_error", "amdkv/status/runtime_error",
             "amdkv/status/unverifiable", "amdkv/status/infra_error", "amdkv/audit/fail_rate", "amdkv/audit/audited",
             "timing/generation_s", "timing/reward_s", "timing/update_s", "timing/reward_frac",
-            "completions/mean_length")
+            "completions/mean_length", "completions/max_length")  # generation_s / max_length: time per decoding step
     steps = [{"step": h.get("step"), **{k: h[k] for k in keep if k in h}} for h in trainer.state.log_history
              if "reward" in h]
     return {"rl_steps": trainer.state.global_step, "rl_seconds": seconds,
@@ -275,7 +275,7 @@ def run_rl(plan: Plan, work: Path, seed: int, control: bool, deadline: float, na
 
 def _short(result: dict[str, Any]) -> dict[str, Any]:
     return {"step": result.get("step") or 0, "pass_at_1": result["pass_at_1"], "statuses": result["statuses"],
-            "seconds": result["seconds"]}
+            "seconds": result["seconds"], "generate_s": result.get("generate_s")}
 
 
 # ------------------------------------------------------------------------------------------ orchestration
@@ -364,7 +364,10 @@ def summarise(plan: Plan, setup: dict[str, Any], sft: dict[int, dict], rl: dict[
                                "before_sft": (res.get("before_sft") or {}).get("pass_at_1"),
                                "after_sft": (res.get("after_sft") or {}).get("pass_at_1"),
                                "sft_steps": res.get("sft_steps"), "sft_seconds": res.get("sft_seconds"),
-                               "sft_loss": res.get("sft_loss")}
+                               "sft_loss": res.get("sft_loss"),
+                               # (total s, generating s) of each held-out evaluation: the decoding speed in situ
+                               "eval_seconds": {k: [(res.get(k) or {}).get("seconds"), (res.get(k) or {}).get("generate_s")]
+                                                for k in ("before_sft", "after_sft")}}
         for control in (False, True):
             r = rl.get((s, control), {})
             key = "control" if control else "rl"

@@ -32,6 +32,7 @@ class PassAtOne:
     per_task: dict[str, str]
     seconds: float
     step: int | None = None
+    generate_s: float | None = None  # of `seconds`, the part spent generating (the rest: verifying)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -80,13 +81,14 @@ def pass_at_1(model: Any, tokenizer: Any, tasks: Sequence[Any], verifier: Any, *
     prompts = [prompt_messages(t, config, system_prompt) for t in tasks]
     replies = generate_replies(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
                                cache_implementation=cache_implementation)
+    generate_s = time.perf_counter() - t0
     scorer = VerdictReward(verifier, {t.id: t for t in tasks}, language=config.language, target_platform=None)
     scores, _, _ = scorer.score_texts(replies, [t.id for t in tasks])
     per_task = {t.id: s.status for t, s in zip(tasks, scores)}
     correct = sum(1 for s in scores if s.status == "ok")
     return PassAtOne(pass_at_1=correct / len(tasks) if tasks else 0.0, n_tasks=len(tasks),
                      statuses=dict(Counter(per_task.values())), per_task=per_task,
-                     seconds=time.perf_counter() - t0, step=step)
+                     seconds=time.perf_counter() - t0, step=step, generate_s=generate_s)
 
 
 class PassAtOneCallback(TrainerCallback):
