@@ -15,6 +15,7 @@ both return a `ProcessResult`.
 from __future__ import annotations
 
 import dataclasses
+import contextlib
 import os
 import resource
 import signal
@@ -76,10 +77,8 @@ def memory_cap_preexec(max_address_space_bytes: int | None):
 
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the process group of `proc` (it was started with start_new_session=True)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already: nothing to kill
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
