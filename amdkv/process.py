@@ -14,8 +14,8 @@ both return a `ProcessResult`.
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
+import dataclasses
 import os
 import resource
 import signal
