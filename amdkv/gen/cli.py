@@ -247,7 +247,8 @@ def print_gen_summary(summary: dict[str, Any]) -> None:
         ("tokens prompt / completion (generated now)", f"{int(tok['prompt_tokens'])} / {int(tok['completion_tokens'])}"),
         ("wall s / tasks per min / completion tokens per s",
          f"{thr['wall_s']} / {thr['tasks_per_min']} / {thr['completion_tokens_per_s']}"),
-        ("verifications (s waited in total)", f"{thr['verifications']} ({thr['verify_seconds']})"),
+        ("verifications (s waited in total) / infra errors retried",
+         f"{thr['verifications']} ({thr['verify_seconds']}) / {thr.get('infra_errors', 0)}"),
         ("generation waited for verification (share of wall)", f"{act.get('gen_waited_share', 0):.1%}"
          if act else "-"),
     ]

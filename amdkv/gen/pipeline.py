@@ -96,6 +96,8 @@ class PipelineResult:
     stop_reasons: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     verifications: int = 0
     verify_seconds: float = 0.0
+    infra_errors: int = 0               # verifications that ended `infra_error` (the agent retries them)
+    infra_error_details: list[str] = dataclasses.field(default_factory=list)
     tasks_finished: int = 0             # tasks whose every sample was recorded in this run
     stopped: str | None = None          # why the run stopped starting new work early
     fatal: BaseException | None = None  # a configuration error that stopped the run
@@ -326,6 +328,11 @@ class GenPipeline:
             vd = {"status": INFRA_ERROR, "reason": "verifier_unreachable", "diagnostics": f"{type(exc).__name__}: {exc}"}
         self.result.verifications += 1
         self.result.verify_seconds += time.monotonic() - submitted
+        if vd.get("status") == INFRA_ERROR:
+            self.result.infra_errors += 1
+            if len(self.result.infra_error_details) < 20:
+                self.result.infra_error_details.append(
+                    f"{attempts[0].task.id} ({kind}): {vd.get('reason')}: {str(vd.get('diagnostics') or '')[:300]}")
         self.on_event("verdict", {"status": vd.get("status"), "compiled": vd.get("compiled"), "kind": kind})
         if kind == "functional_verify":
             from amdkv.gen.functional import FUNCTIONAL_PROMPT_VERSION, functional_addendum

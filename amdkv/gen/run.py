@@ -332,7 +332,8 @@ def build_summary(settings: GenSettings, run_key: str, tasks: list[Any], records
                        "tasks_per_min": round(result.tasks_finished / minutes, 3),
                        "trajectories_per_min": round(result.recorded / minutes, 3),
                        "completion_tokens_per_s": round(generated / max(wall_s, 1e-9), 2),
-                       "verifications": result.verifications, "verify_seconds": round(result.verify_seconds, 2)},
+                       "verifications": result.verifications, "verify_seconds": round(result.verify_seconds, 2),
+                       "infra_errors": result.infra_errors, "infra_error_details": result.infra_error_details},
         "activity": result.activity,
         "stopped": result.stopped,
     }
