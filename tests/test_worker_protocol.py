@@ -4,7 +4,7 @@ Unit tests of the messages (round trips, strict reading, the one-of rule of a re
 library only), then the parent's side end to end on the CPU platform: a candidate's report that
 lacks a field, has an unknown one, or is cut short is a harness failure (infra_error with the
 message in the diagnostics), never a verdict against the candidate; so are worker settings
-(AMDKV_WORKER_SETTINGS) that a real worker cannot read.
+(AMDKV_WORKER_SETTINGS) that a real worker cannot read, and a HIP capture report the parent cannot.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import pytest
 
 from amdkv.verify import worker_protocol as wp
 from amdkv.verify.worker_protocol import (BackendJobPart, CandidateCaseJob, CandidateCaseReport, CandidateError,
-                                          CandidateJob, CandidateResult, Finding, HipPrebuilt, ProtocolError,
+                                          CandidateJob, CandidateResult, Finding, HipCaptureReport, HipPrebuilt,
+                                          ProtocolError,
                                           ReferenceCaseJob, ReferenceCaseReport, ReferenceJob, ReferenceResult,
                                           ReferenceTiming, WorkerFailure, WorkerReport, WorkerSettings, job_from_json,
                                           report_path_of, worker_settings)
@@ -186,6 +187,28 @@ def test_unreadable_worker_settings_name_the_field(change, needle, monkeypatch):
         worker_settings()
 
 
+_HIP_CAPTURE = HipCaptureReport(captures=[{"api": "load_inline", "name": "relu_ext", "cpp_sources": ["int f();"],
+                                            "cuda_sources": [], "functions": ["f"], "with_cuda": None, "cxx": "hipcc"}],
+                                import_error=None, init_error="Traceback ... CompileOnlyError: compile-only")
+
+
+def test_a_hip_capture_report_survives_its_file():
+    assert HipCaptureReport.from_json(_HIP_CAPTURE.to_json()) == _HIP_CAPTURE
+    odd = HipCaptureReport(captures=[{"name": "e", "with_cuda": object}], import_error=None, init_error=None)
+    assert HipCaptureReport.from_json(odd.to_json(default=str)).captures[0]["with_cuda"] == str(object)
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda data: data.pop("init_error"), r"HipCaptureReport: missing field\(s\) \['init_error'\]"),
+    (lambda data: data.update(worker_error=None), r"HipCaptureReport: unknown field\(s\) \['worker_error'\]"),
+], ids=["missing", "unknown"])
+def test_an_unreadable_hip_capture_report_names_the_field(change, needle):
+    data = json.loads(_HIP_CAPTURE.to_json())
+    change(data)
+    with pytest.raises(ProtocolError, match=needle):
+        HipCaptureReport.from_json(json.dumps(data))
+
+
 def test_backend_part_hands_its_files():
     part = BackendJobPart(hip_prebuilt=[HipPrebuilt(name="e", so_path="/b/e.so", module_name="m")])
     handed = part.handed(lambda path: "/w/in/" + Path(path).name)
@@ -281,6 +304,26 @@ def cpu_verifier():
         yield v
 
 
+def _damage_after(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
+                  damage: Callable[[dict[str, Any]], str], path_of: Callable[..., str | None]) -> None:
+    """`owner.name` runs, then the JSON file `path_of(*its positional args)` (None: none) is rewritten
+    by `damage`."""
+    real = getattr(owner, name)
+
+    def run_then_damage(*args: Any, **kw: Any) -> Any:
+        res = real(*args, **kw)
+        path = path_of(*args)
+        if path is not None:
+            Path(path).write_text(damage(json.loads(Path(path).read_text())))
+        return res
+
+    monkeypatch.setattr(owner, name, run_then_damage)
+
+
+L1_RELU = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
+SOLUTIONS = ROOT / "amdkv" / "tasks" / "builtin" / "solutions"
+
+
 @pytest.mark.parametrize("damage,needle", [
     (json.dumps, None),
     (_drop_cpu_s, "missing field(s) ['cpu_s']"),
@@ -292,19 +335,11 @@ def test_an_unreadable_candidate_report_is_a_harness_failure(cpu_verifier, monke
                                                             needle: str | None):
     from amdkv.verify.pool import Spare
 
-    real_run = Spare.run
+    def candidate_report(spare: Spare, job: wp.WorkerJob, *_: Any) -> str | None:
+        return job.report_path if isinstance(job, CandidateJob) else None  # the reference's stays whole
 
-    def run_then_damage(self: Spare, job: wp.WorkerJob, timeout: float) -> Any:
-        res = real_run(self, job, timeout)
-        if isinstance(job, CandidateJob):  # the reference's report stays whole
-            path = Path(job.report_path)
-            path.write_text(damage(json.loads(path.read_text())))
-        return res
-
-    monkeypatch.setattr(Spare, "run", run_then_damage)
-    task = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
-    cand = ROOT / "amdkv" / "tasks" / "builtin" / "solutions" / "triton" / "l1_relu.py"
-    verdict = cpu_verifier.verify(task, cand)
+    _damage_after(monkeypatch, Spare, "run", damage, candidate_report)
+    verdict = cpu_verifier.verify(L1_RELU, SOLUTIONS / "triton" / "l1_relu.py")
     if needle is None:  # the control: the same report, rewritten whole, is judged as usual
         assert verdict.status == "ok" and verdict.timings["worker_cpu_s"] > 0, verdict.diagnostics[-2000:]
         return
@@ -337,9 +372,37 @@ def test_unreadable_worker_settings_are_a_harness_failure(cpu_verifier, monkeypa
         return damage(json.loads(real_to_json(self, default)))
 
     monkeypatch.setattr(WorkerSettings, "to_json", damaged)  # pool.worker_env, the one writer
-    task = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
-    cand = ROOT / "amdkv" / "tasks" / "builtin" / "solutions" / "triton" / "l1_relu.py"
-    verdict = cpu_verifier.verify(task, cand)
+    verdict = cpu_verifier.verify(L1_RELU, SOLUTIONS / "triton" / "l1_relu.py")
     assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
     assert "start-up" in verdict.diagnostics and needle in verdict.diagnostics, verdict.diagnostics[-2000:]
     assert verdict.cases == []
+
+
+def _capture_without_init_error(data: dict[str, Any]) -> str:
+    del data["init_error"]
+    return json.dumps(data)
+
+
+def _capture_with_a_new_field(data: dict[str, Any]) -> str:
+    data["built"] = True
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (json.dumps, None),
+    (_capture_without_init_error, "HipCaptureReport: missing field(s) ['init_error']"),
+    (_capture_with_a_new_field, "HipCaptureReport: unknown field(s) ['built']"),
+], ids=["intact", "missing", "unknown"])
+def test_an_unreadable_hip_capture_report_is_a_harness_failure(cpu_verifier, monkeypatch,
+                                                               damage: Callable[[dict[str, Any]], str],
+                                                               needle: str | None):
+    """The real HIP capture worker runs; its OUT.json is damaged before the parent reads it."""
+    from amdkv.verify.backends import hip
+
+    _damage_after(monkeypatch, hip, "run_python_module", damage, lambda module, args, *_: args[1])  # OUT.json
+    verdict = cpu_verifier.verify(L1_RELU, SOLUTIONS / "hip" / "l1_relu.py")
+    if needle is None:  # the control: compile-only on the CPU platform, judged as usual
+        assert verdict.reason in ("no_hip_runtime", "no_hipcc"), verdict.diagnostics[-2000:]
+        return
+    assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
+    assert needle in verdict.diagnostics
