@@ -3,7 +3,7 @@
 `VerifierConfig` holds what used to be ~10 keyword arguments and ~23 `AMDKV_*` environment
 variables read in 11 files (one at import time). `VerifierConfig.from_env()` is the one place that
 reads the user's environment; everything below it receives a config (or, inside worker processes,
-the `AMDKV_WORKER_SETTINGS` JSON the parent wrote from one: `worker_settings()`), so a run's
+the `WorkerSettings` message the parent wrote from one: amdkv/verify/worker_protocol.py), so a run's
 settings can be printed, hashed into cache keys and passed to a service as one value.
 
 The table in docs/verifier.md ("Settings") lists these fields; a test checks it names every one.
@@ -13,14 +13,12 @@ Standard library only: `import amdkv.config` must stay cheap (no torch, no trito
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 from amdkv.errors import BadInputError
 
-WORKER_SETTINGS_ENV = "AMDKV_WORKER_SETTINGS"  # parent -> worker channel (not a user setting)
 DEVICES = ("auto", "cpu", "cuda", "rocm")
 SPARE_STARTS = ("auto", "fork", "exec")
 JUDGE_DEVICES = ("gpu", "cpu")
@@ -151,7 +149,7 @@ class VerifierConfig:
         return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self) if f.metadata["verdict"]}
 
     def worker_settings(self) -> dict[str, Any]:
-        """What worker processes read (through `AMDKV_WORKER_SETTINGS`)."""
+        """What worker processes read (fields of worker_protocol.WorkerSettings, in `AMDKV_WORKER_SETTINGS`)."""
         return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self) if f.metadata["worker"]}
 
     @property
@@ -226,16 +224,6 @@ def resolve_config(config: "VerifierConfig | str | None" = None, **settings: Any
     if config is not None:
         settings = {"device": config, **settings}
     return VerifierConfig.from_env(**settings)
-
-
-def worker_settings() -> dict[str, Any]:
-    """Inside a worker process: the settings its parent wrote from its VerifierConfig (defaults
-    when the worker was started by hand, e.g. in a test)."""
-    raw = os.environ.get(WORKER_SETTINGS_ENV)
-    defaults = {f.name: _jsonable(f.default) for f in dataclasses.fields(VerifierConfig) if f.metadata["worker"]}
-    if not raw:
-        return defaults
-    return {**defaults, **json.loads(raw)}
 
 
 def settings_table() -> list[dict[str, Any]]:

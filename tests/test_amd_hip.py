@@ -63,12 +63,12 @@ def test_capture_both_styles():
     from amdkv.verify.backends.hip import capture_hip_sources
 
     kb = capture_hip_sources(DATA / "ok_relu_kb.py", TASK)
-    assert kb["import_error"] is None and kb["init_error"] is None
-    (c,) = kb["captures"]
+    assert kb.worker_error is None and kb.report.import_error is None and kb.report.init_error is None
+    (c,) = kb.report.captures
     assert c["name"] == "relu_ext" and c["cxx"] == "hipcc" and "__global__" in c["cpp_sources"][0]
     assert c["functions"] == ["relu_hip"]
     cs = capture_hip_sources(DATA / "ok_vector_add_cuda_sources.py")
-    (c,) = cs["captures"]
+    (c,) = cs.report.captures
     assert "__global__" in c["cuda_sources"][0] and c["extra_cuda_cflags"] == ["-O3", "--use_fast_math"]
     units = translation_units(c)
     assert [u.name for u in units] == ["vadd_ext/main.cpp", "vadd_ext/cuda.cu"]
@@ -80,8 +80,8 @@ def test_stub_raises_compile_only(tmp_path):
 
     cand = tmp_path / "c.py"
     cand.write_text((DATA / "ok_relu_kb.py").read_text() + "\nModelNew()(None)\n")
-    cap = capture_hip_sources(cand)
-    assert len(cap["captures"]) == 1 and "compile-only" in cap["import_error"]
+    cap = capture_hip_sources(cand).report
+    assert len(cap.captures) == 1 and "compile-only" in cap.import_error
 
 
 def test_no_sources_is_compile_error():

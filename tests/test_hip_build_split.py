@@ -281,7 +281,7 @@ def test_split_units_compile_with_nvcc_and_gxx() -> None:
     if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()) or not shutil.which("g++"):
         pytest.skip("nvcc and g++ needed: the split compile test needs the CUDA toolkit and a host compiler")
     tc = hip_toolchain.nvcc_toolchain("sm_90")
-    cap = capture_hip_sources(RELU)["captures"][0]
+    cap = capture_hip_sources(RELU).report.captures[0]
     res = hip_build.compile_only(cap, tc, scheme="split", extra_includes=(str(CI_INCLUDE),))
     assert [u for u, _ in res] == ["main.cu", "binding.cpp", "[bindings]"]
     assert all(e is None for _, e in res), res

@@ -47,9 +47,9 @@ def test_compat_layer_compiles_solution_with_nvcc(path: Path) -> None:
     from amdkv.verify.backends.hip import capture_hip_sources
 
     tc = _nvcc()
-    cap = capture_hip_sources(path)
-    assert cap["captures"], cap
-    for c in cap["captures"]:
+    cap = capture_hip_sources(path).report
+    assert cap.captures, cap
+    for c in cap.captures:
         errors = [e for _, e in hip_build.device_split_compile(c, tc) if e]
         assert not errors, errors[0][:3000]
 
@@ -63,7 +63,7 @@ def test_full_torch_unit_compiles_with_nvcc() -> None:
 
     tc = _nvcc()
     cap = capture_hip_sources(REPO / "amdkv/tasks/builtin/solutions/hip/l1_relu.py")
-    res = hip_build.compile_only(cap["captures"][0], tc, extra_includes=(str(CI_INCLUDE),), scheme="full")
+    res = hip_build.compile_only(cap.report.captures[0], tc, extra_includes=(str(CI_INCLUDE),), scheme="full")
     assert [u for u, _ in res] == ["main.cu"]
     assert all(e is None for _, e in res), res
 

@@ -244,12 +244,10 @@ def test_a_forked_spare_that_dies_starting_up_is_replaced_by_an_exec_one():
     one is replaced by an exec'd one, which then fails the same way with a clear error."""
     from amdkv.errors import InfrastructureError
 
-    import json
-
-    from amdkv.config import WORKER_SETTINGS_ENV
+    from amdkv.verify.worker_protocol import WORKER_SETTINGS_ENV, WorkerSettings
 
     spare = Spare(detect_platform("cpu"), None, start="fork",
-                  extra_env={WORKER_SETTINGS_ENV: json.dumps({"device": "cuda:77"})})
+                  extra_env={WORKER_SETTINGS_ENV: WorkerSettings(device="cuda:77").to_json()})
     try:
         try:
             spare.wait_ready(timeout=60)

@@ -4,6 +4,7 @@ memory cap plumbing, and the parent's comparison of the call made after timing."
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -11,11 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from amdkv.config import WORKER_SETTINGS_ENV
 import torch
 
 from amdkv.verify import timing
 from amdkv.verify.timing import check_consistency, kernel_ms_per_call
+from amdkv.verify.worker_protocol import WORKER_SETTINGS_ENV, WorkerSettings, worker_settings
 
 REAL_TIME_PROFILER = timing.time_profiler  # before any fixture replaces it
 
@@ -121,12 +122,8 @@ def _noop():
 
 
 def worker_settings_env(monkeypatch, **settings):
-    """What the pool gives a worker: its settings as one JSON variable (merged with earlier ones)."""
-    import json
-    import os
-
-    current = json.loads(os.environ.get(WORKER_SETTINGS_ENV) or "{}")
-    monkeypatch.setenv(WORKER_SETTINGS_ENV, json.dumps({**current, **settings}))
+    """What the pool gives a worker: its WorkerSettings as one JSON variable (earlier ones changed)."""
+    monkeypatch.setenv(WORKER_SETTINGS_ENV, dataclasses.replace(worker_settings(), **settings).to_json())
 
 
 def test_auto_small_kernel_uses_profiler(fake_methods):
@@ -244,17 +241,17 @@ def test_worker_applies_memory_cap_to_candidate_jobs_only(monkeypatch):
 
     seen = []
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: seen.append((f, str(d))))
-    worker_settings_env(monkeypatch, gpu_mem_fraction=0.25)
+    quarter = WorkerSettings(device="cuda:1", gpu_mem_fraction=0.25)
     reference = ReferenceJob(task_path="t.py", device="cuda:0", cases=[], report_path="r.json")
     candidate = CandidateJob(candidate_path="c.py", device="cuda:0", interpreter=False, cases=[], out_dir="o",
                              outputs_path="o.pt", report_path="r.json", readable=[], capture=False, backend=None)
-    assert worker._apply_gpu_memory_cap(reference, "cuda:1") is None
-    assert worker._apply_gpu_memory_cap(candidate, "cpu") is None
+    assert worker._apply_gpu_memory_cap(reference, quarter) is None
+    assert worker._apply_gpu_memory_cap(candidate, dataclasses.replace(quarter, device="cpu")) is None
+    assert worker._apply_gpu_memory_cap(candidate, WorkerSettings(device="cuda:1")) is None  # no cap asked
     assert seen == []
-    assert worker._apply_gpu_memory_cap(candidate, "cuda:1") == 0.25
+    assert worker._apply_gpu_memory_cap(candidate, quarter) == 0.25
     assert seen == [(0.25, "cuda:1")]
-    worker_settings_env(monkeypatch, gpu_mem_fraction=0.5)
-    assert worker._apply_gpu_memory_cap(candidate, "cuda:0") == 0.5
+    assert worker._apply_gpu_memory_cap(candidate, WorkerSettings(device="cuda:0", gpu_mem_fraction=0.5)) == 0.5
     assert seen[-1] == (0.5, "cuda:0")
 
 

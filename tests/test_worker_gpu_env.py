@@ -3,13 +3,12 @@ from pool.worker_env. No GPU needed: both map a platform and the parent's enviro
 worker's environment and device name; the GPU runs (docs/gpu.md, Throughput) are where workers
 actually start with them."""
 
-import json
-
 import pytest
 
-from amdkv.config import WORKER_SETTINGS_ENV, VerifierConfig
+from amdkv.config import VerifierConfig
 from amdkv.errors import BadInputError
 from amdkv.verify.platform import PlatformInfo, worker_gpu_env
+from amdkv.verify.worker_protocol import WORKER_SETTINGS_ENV, WorkerSettings
 
 CPU = PlatformInfo("cpu", "cpu", can_time=False, interpreter=True)
 
@@ -52,22 +51,23 @@ def test_what_every_worker_gets(tmp_path):
     config = VerifierConfig(timing_method="graph", worker_threads=3)
     env, device = worker_env(gpu("cuda", 1), str(tmp_path), {"PATH": "/usr/bin", "TRITON_INTERPRET": "1"}, 0.14,
                              config)
-    settings = json.loads(env[WORKER_SETTINGS_ENV])  # the worker's settings travel as one JSON value
-    assert device == "cuda:0" and settings["device"] == "cuda:0"
-    assert env["CUDA_VISIBLE_DEVICES"] == "1" and settings["visible_gpus"] == 1
+    settings = WorkerSettings.from_json(env[WORKER_SETTINGS_ENV])  # the worker's settings: one JSON value
+    assert device == "cuda:0" and settings.device == "cuda:0"
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and settings.visible_gpus == 1
     assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"  # one work queue: cheap context creation
     assert env["OMP_WAIT_POLICY"] == "PASSIVE"  # idle torch threads sleep between copies
     assert env["TRITON_CACHE_DIR"].startswith(str(tmp_path)) and env["TMPDIR"] == str(tmp_path)
-    assert "TRITON_INTERPRET" not in env and settings["gpu_mem_fraction"] == 0.14
-    assert settings["timing_lock"] and env["PATH"] == "/usr/bin"
-    assert settings["timing_method"] == "graph" and settings["worker_threads"] == 3  # from the config
+    assert "TRITON_INTERPRET" not in env and settings.gpu_mem_fraction == 0.14
+    assert settings.timing_lock and env["PATH"] == "/usr/bin"
+    assert settings.timing_method == "graph" and settings.worker_threads == 3  # from the config
 
 
 def test_a_users_work_queue_setting_is_kept_and_rocm_gets_none(tmp_path):
     from amdkv.verify.pool import worker_env
 
     env, _ = worker_env(gpu("cuda", 0), str(tmp_path), {"CUDA_DEVICE_MAX_CONNECTIONS": "8"}, None)
-    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "8" and "gpu_mem_fraction" not in json.loads(env[WORKER_SETTINGS_ENV])
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "8"
+    assert WorkerSettings.from_json(env[WORKER_SETTINGS_ENV]).gpu_mem_fraction is None
     env, _ = worker_env(gpu("rocm", 0), str(tmp_path), {}, None)
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in env and env["HIP_VISIBLE_DEVICES"] == "0"
 
@@ -78,4 +78,5 @@ def test_cpu_workers_run_the_interpreter_and_see_no_gpu_setting(tmp_path):
     env, device = worker_env(CPU, str(tmp_path), {}, None)
     assert device == "cpu" and env["TRITON_INTERPRET"] == "1"
     assert not {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_WAIT_POLICY"} & set(env)
-    assert "timing_lock" not in json.loads(env[WORKER_SETTINGS_ENV])
+    settings = WorkerSettings.from_json(env[WORKER_SETTINGS_ENV])
+    assert settings.timing_lock is None and settings.visible_gpus is None

@@ -1,14 +1,16 @@
-"""The parent-worker protocol (amdkv/verify/worker_protocol.py): typed jobs and reports.
+"""The parent-worker protocol (amdkv/verify/worker_protocol.py): typed jobs, reports and settings.
 
 Unit tests of the messages (round trips, strict reading, the one-of rule of a report, standard
 library only), then the parent's side end to end on the CPU platform: a candidate's report that
 lacks a field, has an unknown one, or is cut short is a harness failure (infra_error with the
-message in the diagnostics), never a verdict against the candidate.
+message in the diagnostics), never a verdict against the candidate; so are worker settings
+(AMDKV_WORKER_SETTINGS) that a real worker cannot read, and a HIP capture report the parent cannot.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -18,9 +20,11 @@ import pytest
 
 from amdkv.verify import worker_protocol as wp
 from amdkv.verify.worker_protocol import (BackendJobPart, CandidateCaseJob, CandidateCaseReport, CandidateError,
-                                          CandidateJob, CandidateResult, Finding, HipPrebuilt, ProtocolError,
+                                          CandidateJob, CandidateResult, Finding, HipCaptureReport, HipPrebuilt,
+                                          ProtocolError,
                                           ReferenceCaseJob, ReferenceCaseReport, ReferenceJob, ReferenceResult,
-                                          ReferenceTiming, WorkerFailure, WorkerReport, job_from_json, report_path_of)
+                                          ReferenceTiming, WorkerFailure, WorkerReport, WorkerSettings, job_from_json,
+                                          report_path_of, worker_settings)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -139,6 +143,72 @@ def test_values_are_not_type_checked():
     assert WorkerReport.from_dict(data).result_of(CandidateResult).cases[0].timing == {"ms": "fast"}
 
 
+_SETTINGS = WorkerSettings(device="cuda:0", visible_gpus=1, timing_lock="/tmp/amdkv-timing-gpu-x.lock",
+                           gpu_mem_fraction=0.2125, timing_method="graph", small_kernel_ms=0.05,
+                           small_kernel_method="graph", prewarm_profiler=False, blocking_sync=True, worker_threads=4)
+
+
+@pytest.mark.parametrize("settings", [_SETTINGS, WorkerSettings()], ids=["gpu", "defaults"])
+def test_worker_settings_survive_their_variable(settings, monkeypatch):
+    text = settings.to_json()
+    assert "\n" not in text and WorkerSettings.from_json(text) == settings
+    monkeypatch.setenv(wp.WORKER_SETTINGS_ENV, text)
+    assert worker_settings() == settings  # what a worker reads is what the parent wrote
+
+
+def test_worker_settings_default_to_the_configs():
+    """A worker started by hand (no variable) runs with VerifierConfig's defaults, and the message
+    carries every field VerifierConfig marks `worker`, plus the pool's own four."""
+    from amdkv.config import VerifierConfig
+
+    config = {f.name: f.default for f in dataclasses.fields(VerifierConfig) if f.metadata["worker"]}
+    defaults = WorkerSettings()
+    assert {name: getattr(defaults, name) for name in config} == config
+    assert {f.name for f in dataclasses.fields(WorkerSettings)} - set(config) == {
+        "device", "visible_gpus", "timing_lock", "gpu_mem_fraction"}
+
+
+def test_worker_settings_without_the_variable_are_the_defaults(monkeypatch):
+    monkeypatch.delenv(wp.WORKER_SETTINGS_ENV, raising=False)
+    assert worker_settings() == WorkerSettings()
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda data: data.pop("timing_lock"), r"missing field\(s\) \['timing_lock'\]"),
+    (lambda data: data.update(small_kernel_msec=0.05), r"unknown field\(s\) \['small_kernel_msec'\]"),
+], ids=["missing", "unknown"])
+def test_unreadable_worker_settings_name_the_field(change, needle, monkeypatch):
+    data = json.loads(_SETTINGS.to_json())
+    change(data)
+    with pytest.raises(ProtocolError, match=needle):
+        WorkerSettings.from_dict(data)
+    monkeypatch.setenv(wp.WORKER_SETTINGS_ENV, json.dumps(data))
+    with pytest.raises(ProtocolError, match=r"WorkerSettings \(AMDKV_WORKER_SETTINGS\): " + needle):
+        worker_settings()
+
+
+_HIP_CAPTURE = HipCaptureReport(captures=[{"api": "load_inline", "name": "relu_ext", "cpp_sources": ["int f();"],
+                                            "cuda_sources": [], "functions": ["f"], "with_cuda": None, "cxx": "hipcc"}],
+                                import_error=None, init_error="Traceback ... CompileOnlyError: compile-only")
+
+
+def test_a_hip_capture_report_survives_its_file():
+    assert HipCaptureReport.from_json(_HIP_CAPTURE.to_json()) == _HIP_CAPTURE
+    odd = HipCaptureReport(captures=[{"name": "e", "with_cuda": object}], import_error=None, init_error=None)
+    assert HipCaptureReport.from_json(odd.to_json(default=str)).captures[0]["with_cuda"] == str(object)
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda data: data.pop("init_error"), r"HipCaptureReport: missing field\(s\) \['init_error'\]"),
+    (lambda data: data.update(worker_error=None), r"HipCaptureReport: unknown field\(s\) \['worker_error'\]"),
+], ids=["missing", "unknown"])
+def test_an_unreadable_hip_capture_report_names_the_field(change, needle):
+    data = json.loads(_HIP_CAPTURE.to_json())
+    change(data)
+    with pytest.raises(ProtocolError, match=needle):
+        HipCaptureReport.from_json(json.dumps(data))
+
+
 def test_backend_part_hands_its_files():
     part = BackendJobPart(hip_prebuilt=[HipPrebuilt(name="e", so_path="/b/e.so", module_name="m")])
     handed = part.handed(lambda path: "/w/in/" + Path(path).name)
@@ -234,6 +304,26 @@ def cpu_verifier():
         yield v
 
 
+def _damage_after(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
+                  damage: Callable[[dict[str, Any]], str], path_of: Callable[..., str | None]) -> None:
+    """`owner.name` runs, then the JSON file `path_of(*its positional args)` (None: none) is rewritten
+    by `damage`."""
+    real = getattr(owner, name)
+
+    def run_then_damage(*args: Any, **kw: Any) -> Any:
+        res = real(*args, **kw)
+        path = path_of(*args)
+        if path is not None:
+            Path(path).write_text(damage(json.loads(Path(path).read_text())))
+        return res
+
+    monkeypatch.setattr(owner, name, run_then_damage)
+
+
+L1_RELU = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
+SOLUTIONS = ROOT / "amdkv" / "tasks" / "builtin" / "solutions"
+
+
 @pytest.mark.parametrize("damage,needle", [
     (json.dumps, None),
     (_drop_cpu_s, "missing field(s) ['cpu_s']"),
@@ -245,21 +335,74 @@ def test_an_unreadable_candidate_report_is_a_harness_failure(cpu_verifier, monke
                                                             needle: str | None):
     from amdkv.verify.pool import Spare
 
-    real_run = Spare.run
+    def candidate_report(spare: Spare, job: wp.WorkerJob, *_: Any) -> str | None:
+        return job.report_path if isinstance(job, CandidateJob) else None  # the reference's stays whole
 
-    def run_then_damage(self: Spare, job: wp.WorkerJob, timeout: float) -> Any:
-        res = real_run(self, job, timeout)
-        if isinstance(job, CandidateJob):  # the reference's report stays whole
-            path = Path(job.report_path)
-            path.write_text(damage(json.loads(path.read_text())))
-        return res
-
-    monkeypatch.setattr(Spare, "run", run_then_damage)
-    task = ROOT / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
-    cand = ROOT / "amdkv" / "tasks" / "builtin" / "solutions" / "triton" / "l1_relu.py"
-    verdict = cpu_verifier.verify(task, cand)
+    _damage_after(monkeypatch, Spare, "run", damage, candidate_report)
+    verdict = cpu_verifier.verify(L1_RELU, SOLUTIONS / "triton" / "l1_relu.py")
     if needle is None:  # the control: the same report, rewritten whole, is judged as usual
         assert verdict.status == "ok" and verdict.timings["worker_cpu_s"] > 0, verdict.diagnostics[-2000:]
         return
     assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
     assert needle in verdict.diagnostics and verdict.cases == []
+
+
+def _settings_without_timing_lock(data: dict[str, Any]) -> str:
+    del data["timing_lock"]
+    return json.dumps(data)
+
+
+def _settings_with_a_new_field(data: dict[str, Any]) -> str:
+    data["timing_lock_s"] = 1.0
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (_settings_without_timing_lock, "missing field(s) ['timing_lock']"),
+    (_settings_with_a_new_field, "unknown field(s) ['timing_lock_s']"),
+    (_cut_short, "JSONDecodeError"),
+], ids=["missing", "unknown", "truncated"])
+def test_unreadable_worker_settings_are_a_harness_failure(cpu_verifier, monkeypatch,
+                                                           damage: Callable[[dict[str, Any]], str], needle: str):
+    """Settings a real CPU worker cannot read fail its start-up (forked, then exec'd): the parent
+    answers infra_error/harness_failure with the worker's error, which names the field."""
+    real_to_json = WorkerSettings.to_json
+
+    def damaged(self: WorkerSettings, default: Any = None) -> str:
+        return damage(json.loads(real_to_json(self, default)))
+
+    monkeypatch.setattr(WorkerSettings, "to_json", damaged)  # pool.worker_env, the one writer
+    verdict = cpu_verifier.verify(L1_RELU, SOLUTIONS / "triton" / "l1_relu.py")
+    assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
+    assert "start-up" in verdict.diagnostics and needle in verdict.diagnostics, verdict.diagnostics[-2000:]
+    assert verdict.cases == []
+
+
+def _capture_without_init_error(data: dict[str, Any]) -> str:
+    del data["init_error"]
+    return json.dumps(data)
+
+
+def _capture_with_a_new_field(data: dict[str, Any]) -> str:
+    data["built"] = True
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (json.dumps, None),
+    (_capture_without_init_error, "HipCaptureReport: missing field(s) ['init_error']"),
+    (_capture_with_a_new_field, "HipCaptureReport: unknown field(s) ['built']"),
+], ids=["intact", "missing", "unknown"])
+def test_an_unreadable_hip_capture_report_is_a_harness_failure(cpu_verifier, monkeypatch,
+                                                               damage: Callable[[dict[str, Any]], str],
+                                                               needle: str | None):
+    """The real HIP capture worker runs; its OUT.json is damaged before the parent reads it."""
+    from amdkv.verify.backends import hip
+
+    _damage_after(monkeypatch, hip, "run_python_module", damage, lambda module, args, *_: args[1])  # OUT.json
+    verdict = cpu_verifier.verify(L1_RELU, SOLUTIONS / "hip" / "l1_relu.py")
+    if needle is None:  # the control: compile-only on the CPU platform, judged as usual
+        assert verdict.reason in ("no_hip_runtime", "no_hipcc"), verdict.diagnostics[-2000:]
+        return
+    assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
+    assert needle in verdict.diagnostics

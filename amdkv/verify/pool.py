@@ -5,12 +5,11 @@ not from reusing a process (DESIGN.md section 2). Each spare has its own process
 dir, Triton cache dir and torch-extensions dir, and (on CPU) an address-space cap. A spare is
 exec'd or forked from the fork server (worker_process.py, fork_server.py; config `spare_start`).
 Every setting comes from the run's `VerifierConfig`; a worker receives its part as one JSON
-environment variable (`AMDKV_WORKER_SETTINGS`, read by `amdkv.config.worker_settings`).
+environment variable (`AMDKV_WORKER_SETTINGS`: the `WorkerSettings` message of worker_protocol.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -20,14 +19,14 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from amdkv.config import WORKER_SETTINGS_ENV, VerifierConfig
+from amdkv.config import VerifierConfig
 from amdkv.errors import InfrastructureError
 from amdkv.verify.fork_server import start_method
 from amdkv.verify.platform import PlatformInfo, worker_gpu_env
 from amdkv.verify.sandbox import ProcessResult, with_package_on_path
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker import DONE_LINE, READY_LINE
-from amdkv.verify.worker_protocol import WorkerJob
+from amdkv.verify.worker_protocol import WORKER_SETTINGS_ENV, WorkerJob, WorkerSettings
 from amdkv.verify.worker_process import (STDERR_KEEP_BYTES, ExecWorkerProcess, ForkedWorkerProcess,
                                          tail_bytes)
 
@@ -69,14 +68,13 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
     """The environment of a worker for `platform` working in `workdir`, and its device name as the
     worker sees it. One function, so what every worker gets (its one GPU, its private caches, the
     timing lock, the memory cap, one CUDA work queue, its settings) can be read and tested in one
-    place. The worker's settings travel as one JSON variable (AMDKV_WORKER_SETTINGS)."""
+    place. The worker's settings travel as one JSON variable (AMDKV_WORKER_SETTINGS, a
+    WorkerSettings message: written here only)."""
     env = with_package_on_path(environ)
     gpu_env, device = worker_gpu_env(platform, env)  # the worker sees only its own GPU
     env.update(gpu_env)
-    settings: dict[str, object] = dict((config or VerifierConfig()).worker_settings())
-    settings["device"] = device
-    if gpu_env:
-        settings["visible_gpus"] = 1  # checked by the worker once its GPU is up
+    timing_lock: str | None = None
+    worker_mem_fraction: float | None = None
     env.update({
         "TRITON_CACHE_DIR": os.path.join(workdir, "triton_cache"),
         "TORCH_EXTENSIONS_DIR": os.path.join(workdir, "torch_extensions"),
@@ -105,7 +103,7 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
         # (fork_server.IMPORT_TIME_ENV). A value the user set is kept. Threads only: no verdict changes.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         # One lock file per physical GPU: timed sections of concurrent workers never overlap.
-        settings["timing_lock"] = timing_lock_path(gpu_lock_key(platform.device))
+        timing_lock = timing_lock_path(gpu_lock_key(platform.device))
         if platform.name == "cuda":
             # One hardware work queue per worker context instead of CUDA's 8: context creation
             # then does a fraction of the driver work, and that work is serialised host-wide,
@@ -118,8 +116,11 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
         if gpu_mem_fraction:
             # Per-candidate GPU memory cap, applied by the worker to candidate jobs only
             # (torch.cuda.set_per_process_memory_fraction); exceeding it is runtime_error/oom.
-            settings["gpu_mem_fraction"] = round(gpu_mem_fraction, 4)
-    env[WORKER_SETTINGS_ENV] = json.dumps(settings, sort_keys=True)
+            worker_mem_fraction = round(gpu_mem_fraction, 4)
+    settings = WorkerSettings(device=device, visible_gpus=1 if gpu_env else None,  # checked once its GPU is up
+                              timing_lock=timing_lock, gpu_mem_fraction=worker_mem_fraction,
+                              **(config or VerifierConfig()).worker_settings())
+    env[WORKER_SETTINGS_ENV] = settings.to_json()
     return env, device
 
 
@@ -291,7 +292,8 @@ class Spare:
         if got == "eof":
             self.proc.wait(10.0)
             raise InfrastructureError(f"verifier worker exited during start-up: {self._stderr_text()[-1500:]}",
-                                      hint="check that torch and triton import in this Python")
+                                      hint="its stderr (above) says why; check that torch and triton import "
+                                           "in this Python")
         self._ready = True
         self.ready_wait_s = time.monotonic() - t_wait
 

@@ -23,7 +23,7 @@ included) so that the parent can cross-check the numbers against wall clocks
 (``check_consistency``). rocprofv3 (AMD) is in ``rocprof.py``: it wraps a whole process, so it is
 a benchmark/offline method, not one for the warm worker processes.
 
-Settings (VerifierConfig fields, passed to the worker in AMDKV_WORKER_SETTINGS): ``timing_method``
+Settings (VerifierConfig fields, passed to the worker in its WorkerSettings): ``timing_method``
 (auto|events|graph|profiler; env AMDKV_TIMING_METHOD), ``small_kernel_method`` (profiler|graph),
 ``small_kernel_ms`` (threshold, default 0.1).
 """
@@ -41,8 +41,8 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from amdkv.config import worker_settings
 from amdkv.verify.file_lock import exclusive_file_lock
+from amdkv.verify.worker_protocol import worker_settings
 
 SMALL_KERNEL_MS = 0.1
 METHODS = ("auto", "events", "graph", "profiler")
@@ -241,14 +241,14 @@ def timing_lock_path(key: str) -> str:
 
 @contextmanager
 def exclusive_gpu() -> Iterator[None]:
-    """Hold the per-GPU timing lock (a file lock named by AMDKV_TIMING_LOCK) while timing.
+    """Hold the per-GPU timing lock (the file named by the worker's `timing_lock` setting) while timing.
 
     Several workers may verify on one GPU at once; only timing needs the GPU alone, so
     correctness work overlaps freely and timed sections queue on this lock. The pool names the
     lock after the physical GPU (UUID), so two verifiers that see the GPU under different
     indices still exclude each other.
     """
-    path = worker_settings().get("timing_lock")
+    path = worker_settings().timing_lock
     if not path:
         yield
         return
@@ -257,8 +257,8 @@ def exclusive_gpu() -> Iterator[None]:
 
 
 # ------------------------------------------------------------------------------------ measure
-def _setting(name: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = str(worker_settings().get(name) or default).strip().lower()
+def _choice(value: str | None, default: str, allowed: tuple[str, ...]) -> str:
+    value = str(value or default).strip().lower()
     return value if value in allowed else default
 
 
@@ -304,9 +304,10 @@ def _measure(fn: Callable[[], Any], *, flush_nbytes: int, device: str, method: s
              gpu_section: Callable[[], Any] = contextlib.nullcontext) -> dict[str, Any]:
     import torch
 
-    method = method or _setting("timing_method", "auto", METHODS)
-    small_method = _setting("small_kernel_method", "profiler", SMALL_METHODS)
-    threshold = float(worker_settings().get("small_kernel_ms") or SMALL_KERNEL_MS)
+    settings = worker_settings()
+    method = method or _choice(settings.timing_method, "auto", METHODS)
+    small_method = _choice(settings.small_kernel_method, "profiler", SMALL_METHODS)
+    threshold = float(settings.small_kernel_ms or SMALL_KERNEL_MS)
     counted = _Counted(fn)
     flush = torch.empty(flush_nbytes // 4, dtype=torch.int32, device=device)
     t0 = time.monotonic()

@@ -23,10 +23,10 @@ import time
 import traceback
 from typing import Any
 
-from amdkv.config import worker_settings
 from amdkv.verify.phase_clock import PhaseClock, process_cpu_s
 from amdkv.verify.worker_protocol import (CandidateJob, CandidateResult, ReferenceResult, WorkerFailure, WorkerJob,
-                                          WorkerReport, job_from_json, report_path_of)
+                                          WorkerReport, WorkerSettings, job_from_json, report_path_of,
+                                          worker_settings)
 
 
 READY_LINE = "READY\n"  # started up, waiting for the job
@@ -84,17 +84,18 @@ def _set_blocking_sync(device: str) -> bool:
         return False
 
 
-def _create_cuda_context(device: str) -> bool | None:
+def _create_cuda_context(settings: WorkerSettings) -> bool | None:
     """Create this worker's CUDA context; returns whether blocking sync was set (None: not asked)."""
     import torch
 
-    blocking = _set_blocking_sync(device) if worker_settings().get("blocking_sync", True) else None
+    device = settings.device
+    blocking = _set_blocking_sync(device) if settings.blocking_sync else None
     torch.cuda.set_device(torch.device(device))
     torch.empty(1, device=device)  # create the context now, not inside the timed job
     # The pool shows a GPU worker only its own GPU (platform.worker_gpu_env). Check that the
     # driver honoured it: a worker that saw every GPU would run on GPU 0 while holding another
     # GPU's timing lock. Failing here fails the spare's start-up, loudly, before any candidate.
-    expected = worker_settings().get("visible_gpus")
+    expected = settings.visible_gpus
     if expected and torch.cuda.device_count() != int(expected):
         raise RuntimeError(f"this worker sees {torch.cuda.device_count()} GPU(s), expected {expected}: "
                            "the GPU visibility setting did not reach the GPU runtime")
@@ -137,28 +138,29 @@ def _prewarm_profiler(device: str) -> None:
         sys.stderr.write(f"amdkv worker: profiler pre-warm failed: {type(exc).__name__}: {exc}\n")
 
 
-def _prepare_device(device: str, parts: _StartupParts) -> None:
+def _prepare_device(settings: WorkerSettings, parts: _StartupParts) -> None:
     import torch
 
+    device = settings.device
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     if device.startswith("cuda"):
-        blocking = parts.step("cuda_context", _create_cuda_context, device)
+        blocking = parts.step("cuda_context", _create_cuda_context, settings)
         if blocking is not None:  # verdict timings `worker_startup_blocking_sync`: 1 set, 0 refused
             parts.flags["blocking_sync"] = 1.0 if blocking else 0.0
         parts.step("triton_driver", _load_triton_driver)
-        if worker_settings().get("prewarm_profiler", True):
+        if settings.prewarm_profiler:
             parts.step("profiler", _prewarm_profiler, device)
 
 
-def _apply_gpu_memory_cap(job: WorkerJob, device: str) -> float | None:
+def _apply_gpu_memory_cap(job: WorkerJob, settings: WorkerSettings) -> float | None:
     """Per-candidate GPU memory cap (the pool's `gpu_mem_fraction` setting); returns the fraction
     applied, None when none was.
 
     Only candidate jobs are capped; torch's caching allocator then raises OutOfMemoryError past
     the cap, which the candidate job reports as runtime_error / oom.
     """
-    frac = worker_settings().get("gpu_mem_fraction")
+    frac, device = settings.gpu_mem_fraction, settings.device
     if not isinstance(job, CandidateJob) or not frac or not device.startswith("cuda"):
         return None
     import torch
@@ -204,12 +206,19 @@ def serve(channel: Any, forked: bool = False) -> int:
     # then the only evidence of where (a reference worker died with rc -11 and nothing else on the
     # H200, session 8). It goes to the worker's stderr file, whose tail the verdict keeps.
     faulthandler.enable(all_threads=True)
-    device = worker_settings().get("device") or "cpu"
+    # Read first: settings that cannot be read (ProtocolError, naming the field) fail the spare's
+    # start-up, which the parent reports as a harness failure (infra_error) with this line.
+    try:
+        settings = worker_settings()
+    except ValueError as exc:  # ProtocolError, or JSON cut short
+        sys.stderr.write(f"amdkv worker: unreadable settings: {type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        os._exit(2)
     t0 = time.monotonic()
     import torch  # noqa: F401  - the point of a spare is to have paid for these imports
 
     # a forked worker's thread count was fixed when the fork server imported torch: set its own
-    threads = worker_settings().get("worker_threads") or (os.environ.get("OMP_NUM_THREADS") if forked else None)
+    threads = settings.worker_threads or (os.environ.get("OMP_NUM_THREADS") if forked else None)
     if threads:  # many workers share the host: each one's CPU-side copies need not use every core
         torch.set_num_threads(max(1, int(threads)))
     import triton  # noqa: F401
@@ -218,7 +227,7 @@ def serve(channel: Any, forked: bool = False) -> int:
     from amdkv.verify import worker_jobs  # noqa: F401
 
     parts = _StartupParts()
-    _prepare_device(device, parts)
+    _prepare_device(settings, parts)
     startup_s = time.monotonic() - t0
     channel.say(READY_LINE)
     line = channel.read_job()
@@ -230,7 +239,7 @@ def serve(channel: Any, forked: bool = False) -> int:
     fatal: WorkerFailure | None = None
     try:
         job = job_from_json(line)
-        _apply_gpu_memory_cap(job, device)
+        _apply_gpu_memory_cap(job, settings)
         result = worker_jobs.run_candidate_job(job) if isinstance(job, CandidateJob) else \
             worker_jobs.run_reference_job(job)
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent

@@ -18,12 +18,11 @@ from typing import Any, Sequence
 
 import torch
 
-from amdkv.config import worker_settings
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateError, CandidateJob, CandidateResult,
                                           Finding, ReferenceCaseReport, ReferenceJob, ReferenceResult,
-                                          ReferenceTiming, TimingResult)
+                                          ReferenceTiming, TimingResult, worker_settings)
 
 TRACE_LIMIT = 4000
 OUT_OF_BOUNDS_ACCESS = "out_of_bounds_access"  # reason/finding code of a refused interpreter access
@@ -301,7 +300,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     # The report and outputs files are the worker's word to the parent: the candidate, which runs
     # with the worker's temp dir as its cwd and writable, must not be able to write them first.
     protected = [job.report_path, job.report_path + ".tmp", job.outputs_path]
-    timing_lock = worker_settings().get("timing_lock")
+    timing_lock = worker_settings().timing_lock
     guard = FileAccessGuard(readable=_readable_roots(job.candidate_path, job.readable),
                             writable=[job.out_dir] + ([timing_lock] if timing_lock else []),
                             refused_quietly=pyc, protected=protected)

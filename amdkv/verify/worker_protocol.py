@@ -13,6 +13,12 @@ Jobs (parent -> worker): `ReferenceJob` (with its `ReferenceCaseJob`s) and `Cand
 a `ReferenceResult`, a `CandidateResult` or a `WorkerFailure`. A reference case's report
 (`ReferenceCaseReport`) is also what the reference cache keeps beside its tensor files.
 
+Two more messages follow the same rules. `WorkerSettings` (parent -> every worker, in the
+environment variable `AMDKV_WORKER_SETTINGS`, read before the worker starts up: `worker_settings()`);
+one that cannot be read fails the spare's start-up, which the parent reports as a harness failure.
+`HipCaptureReport` (the HIP capture worker, backends/hip_capture_worker.py -> backends/hip.py): the
+candidate's `load_inline`/`load` calls, recorded without building them.
+
 Values are not type-checked on reading, only the fields' presence: a candidate's report is written
 by a process that ran untrusted code, and the parent judges the values it uses itself (e.g.
 timing.check_consistency refuses a non-numeric or impossible time as `hack_detected`).
@@ -28,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import types
 import typing
 from dataclasses import dataclass
@@ -59,8 +66,9 @@ class Message:
         data = {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
         return data if self.KIND is None else {"kind": self.KIND, **data}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
+    def to_json(self, default: Callable[[Any], Any] | None = None) -> str:
+        """One line of JSON; `default` as json.dumps's (how to write a value JSON has no type for)."""
+        return json.dumps(self.to_dict(), default=default)
 
     @classmethod
     def from_dict(cls: type[M], data: Any, where: str | None = None) -> M:
@@ -350,3 +358,51 @@ class WorkerReport(Message):
             raise ProtocolError(f"WorkerReport: expected a {kind.__name__}, got "
                                 f"{type(self.result).__name__ if self.result is not None else 'a fatal failure'}")
         return self.result
+
+
+# -------------------------------------------------------------------------------------- settings
+WORKER_SETTINGS_ENV = "AMDKV_WORKER_SETTINGS"  # parent -> worker channel (not a user setting)
+
+
+@dataclass(frozen=True)
+class WorkerSettings(Message):
+    """A worker's settings: its part of the run's VerifierConfig (the fields marked `worker`) and
+    its own facts from the pool. Written by pool.worker_env into `AMDKV_WORKER_SETTINGS`; read by
+    `worker_settings()`. The defaults are VerifierConfig's (a test holds them equal): what a worker
+    started by hand, with no such variable, runs with."""
+
+    device: str = "cpu"  # the device as the worker sees it (cuda:0 for its one GPU, or cpu)
+    visible_gpus: int | None = None  # GPUs the worker must see (1 on GPUs: checked at start-up)
+    timing_lock: str | None = None  # the per-GPU lock file timed sections hold (GPUs only)
+    gpu_mem_fraction: float | None = None  # a candidate's share of GPU memory (None: no cap)
+    timing_method: str = "auto"  # VerifierConfig.timing_method
+    small_kernel_ms: float = 0.1  # VerifierConfig.small_kernel_ms
+    small_kernel_method: str = "profiler"  # VerifierConfig.small_kernel_method
+    prewarm_profiler: bool = True  # VerifierConfig.prewarm_profiler
+    blocking_sync: bool = True  # VerifierConfig.blocking_sync
+    worker_threads: int | None = None  # VerifierConfig.worker_threads
+
+
+def worker_settings() -> WorkerSettings:
+    """Inside a worker process: the settings its parent wrote (the defaults when there are none,
+    e.g. a worker started by hand in a test); ProtocolError naming the field when unreadable."""
+    return _settings_from(os.environ.get(WORKER_SETTINGS_ENV) or "")
+
+
+@functools.lru_cache(maxsize=8)
+def _settings_from(text: str) -> WorkerSettings:
+    return WorkerSettings.from_json(text, f"WorkerSettings ({WORKER_SETTINGS_ENV})") if text else WorkerSettings()
+
+
+# ---------------------------------------------------------------------------------- HIP capture
+@dataclass(frozen=True)
+class HipCaptureReport(Message):
+    """What the HIP capture worker (backends/hip_capture_worker.py) saw while importing a HIP
+    candidate with `load_inline`/`load` stubbed: its OUT.json, read by backends/hip.py. Like a
+    WorkerReport it is written by a process that ran the candidate: fields are checked, values not."""
+
+    # one per call, in order: hip_capture_worker's format (`api`, `name`, sources, flags), read by
+    # hip_sources.py, hip_units.py, hip_build.py and hip_semantics.py
+    captures: list[dict[str, Any]]
+    import_error: str | None  # the import raised (its traceback's end); calls before it are captured
+    init_error: str | None  # `ModelNew(*get_init_inputs())` raised (harmless: the stubs cannot run)

@@ -11,7 +11,6 @@ Public: `capture_hip_sources(candidate, task=None)`, `compile_units(units, archs
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import tempfile
 import time
@@ -23,18 +22,25 @@ from amdkv.verify.backends.hip_sources import (TranslationUnit, device_only_sour
 from amdkv.verify import os_sandbox
 from amdkv.verify.sandbox import run_python_module, with_package_on_path
 from amdkv.verify.verdict import ArchResources
+from amdkv.verify.worker_protocol import HipCaptureReport
 
 CAPTURE_WORKER = "amdkv.verify.backends.hip_capture_worker"
 
 
+@dataclasses.dataclass(frozen=True)
+class HipCapture:
+    """What `capture_hip_sources` found: the capture worker's report, or why there is none."""
+
+    report: HipCaptureReport  # the captured calls, import_error, init_error (empty with worker_error)
+    worker_error: str | None  # the capture process itself died or timed out (it left no report)
+
+
 def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.PathLike | None = None,
-                        timeout: float = 120, start: str = "auto", sandbox: str = "auto", gpu: bool = False) -> dict:
+                        timeout: float = 120, start: str = "auto", sandbox: str = "auto", gpu: bool = False) -> HipCapture:
     """Run the candidate in a sandboxed process with `load_inline`/`load` patched; return its captures.
     `sandbox`: the OS sandbox mode (config.sandbox); `gpu`: let it open GPU device files (a candidate's
-    `__init__` may put tensors on the GPU).
-
-    Returns {"captures": [...], "import_error": str|None, "init_error": str|None,
-    "worker_error": str|None} (worker_error: the capture process itself died or timed out).
+    `__init__` may put tensors on the GPU). A report with a field missing or unknown, or cut short,
+    raises (ProtocolError, JSONDecodeError): a harness failure, as for a worker's report.
     """
     with tempfile.TemporaryDirectory(prefix="amdkv-hipcap-") as tmp:
         out = Path(tmp) / "out.json"
@@ -47,12 +53,10 @@ def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.P
         res = run_python_module(CAPTURE_WORKER, args, timeout=timeout, env=env, cwd=tmp,
                                 max_address_space_bytes=16 << 30, start=start, sandbox=plan)
         if res.returncode == 0 and out.is_file():
-            data = json.loads(out.read_text())
-            data["worker_error"] = None
-            return data
+            return HipCapture(HipCaptureReport.from_json(out.read_text()), worker_error=None)
         why = (f"capture timed out after {timeout:.0f} s" if res.timed_out else
                f"capture process died ({res.signal_name or f'rc {res.returncode}'}): {res.stderr.strip()[-2000:]}")
-        return {"captures": [], "import_error": None, "init_error": None, "worker_error": why}
+        return HipCapture(HipCaptureReport(captures=[], import_error=None, init_error=None), worker_error=why)
 
 
 @dataclasses.dataclass
@@ -111,25 +115,26 @@ def verify_hip_compile_only(task_path: str | os.PathLike | None, candidate_path:
 
     archs = list(archs)
     t0 = time.monotonic()
-    cap = capture_hip_sources(candidate_path, task_path, timeout=capture_timeout, start=start, sandbox=sandbox)
+    capture = capture_hip_sources(candidate_path, task_path, timeout=capture_timeout, start=start, sandbox=sandbox)
     timings = {"capture_s": round(time.monotonic() - t0, 3)}
     notes = []
-    if cap.get("worker_error"):
-        return _verdict("compile_error" if "timed out" not in cap["worker_error"] else "timeout",
-                        "candidate_import_error", archs, compiled=False, diagnostics=cap["worker_error"],
+    if capture.worker_error:
+        return _verdict("compile_error" if "timed out" not in capture.worker_error else "timeout",
+                        "candidate_import_error", archs, compiled=False, diagnostics=capture.worker_error,
                         timings=timings)
-    if cap.get("init_error"):
-        notes.append("ModelNew construction (with the extension stubbed) raised:\n" + cap["init_error"])
-    units = [u for c in cap["captures"] for u in translation_units(c)]
+    cap = capture.report
+    if cap.init_error:
+        notes.append("ModelNew construction (with the extension stubbed) raised:\n" + cap.init_error)
+    units = [u for c in cap.captures for u in translation_units(c)]
     if not any(u.has_device_code for u in units):
-        if cap.get("import_error"):
+        if cap.import_error:
             return _verdict("compile_error", "candidate_import_error", archs, compiled=False,
-                            diagnostics="importing the candidate failed:\n" + cap["import_error"], timings=timings)
-        why = ("no load_inline/load call was captured" if not cap["captures"] else
+                            diagnostics="importing the candidate failed:\n" + cap.import_error, timings=timings)
+        why = ("no load_inline/load call was captured" if not cap.captures else
                "the captured sources contain no GPU code (__global__/__device__)")
         return _verdict("compile_error", "no_hip_sources", archs, compiled=False, diagnostics=why, timings=timings)
-    if cap.get("import_error"):
-        notes.append("importing the candidate raised after its sources were captured:\n" + cap["import_error"])
+    if cap.import_error:
+        notes.append("importing the candidate raised after its sources were captured:\n" + cap.import_error)
     host_only = [u.name for u in units if not u.has_device_code]
     if host_only:
         notes.append(f"host-only binding units not compiled (no GPU code): {', '.join(host_only)}")

@@ -7,17 +7,18 @@ candidate is imported, so both styles are captured: KernelBench's (`__global__` 
 `cpp_sources`, `CXX=hipcc`) and the `cuda_sources` style. The patched functions return a stub
 whose attributes raise `CompileOnlyError`, so `ModelNew(...)` construction proceeds or fails
 harmlessly; with a task file, `ModelNew(*get_init_inputs())` is attempted to catch extensions
-built in `__init__`.
+built in `__init__`. OUT.json is a `HipCaptureReport` (worker_protocol.py), read by backends/hip.py.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
+
+from amdkv.verify.worker_protocol import HipCaptureReport
 
 captures: list[dict[str, Any]] = []
 
@@ -102,12 +103,13 @@ def main(argv: list[str]) -> int:
         return 2
     cand, out = argv[0], argv[1]
     install_patches()
-    result: dict[str, Any] = {"captures": captures, "import_error": None, "init_error": None}
+    import_error: str | None = None
+    init_error: str | None = None
     sys.path.insert(0, str(Path(cand).resolve().parent))
     try:
         mod = _import(cand, "amdkv_hip_candidate")
     except BaseException as e:  # noqa: BLE001 - reported to the parent
-        result["import_error"] = _err(e)
+        import_error = _err(e)
         mod = None
     if mod is not None and len(argv) == 3 and hasattr(mod, "ModelNew"):
         try:
@@ -115,8 +117,10 @@ def main(argv: list[str]) -> int:
             init = task.get_init_inputs() if hasattr(task, "get_init_inputs") else []
             mod.ModelNew(*init)
         except BaseException as e:  # noqa: BLE001 - harmless: we only want the load_inline calls
-            result["init_error"] = _err(e)
-    Path(out).write_text(json.dumps(result, default=str))
+            init_error = _err(e)
+    report = HipCaptureReport(captures=captures, import_error=import_error, init_error=init_error)
+    # what a candidate passed need not be JSON (e.g. with_cuda=<an object>): written as its text
+    Path(out).write_text(report.to_json(default=str))
     return 0
 
 

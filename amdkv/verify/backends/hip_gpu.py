@@ -45,19 +45,20 @@ def verify_hip_on_gpu(verifier: RunAndJudge, v: Any, task: Any, cand_path: Path,
     if verifier.static_gate(v, task, source, "hip", str(cand_path)):
         return
     t0 = time.monotonic()
-    cap = hip_backend.capture_hip_sources(cand_path, task.path, timeout=min(verifier.timeout, 180.0),
-                                          start=verifier.config.spare_start, sandbox=verifier.config.sandbox, gpu=True)
+    capture = hip_backend.capture_hip_sources(cand_path, task.path, timeout=min(verifier.timeout, 180.0),
+                                              start=verifier.config.spare_start, sandbox=verifier.config.sandbox,
+                                              gpu=True)
     v.timings["hip_capture_s"] = round(time.monotonic() - t0, 3)
-    if cap.get("worker_error"):
-        timed_out = "timed out" in cap["worker_error"]
+    if capture.worker_error:
+        timed_out = "timed out" in capture.worker_error
         return verifier.finish(v, TIMEOUT if timed_out else COMPILE_ERROR,
                                "wall_timeout" if timed_out else "candidate_import_error",
-                               compiled=False, diag=cap["worker_error"])
-    captures = cap["captures"]
+                               compiled=False, diag=capture.worker_error)
+    captures = capture.report.captures
     if not captures:
-        if cap.get("import_error"):
+        if capture.report.import_error:
             return verifier.finish(v, COMPILE_ERROR, "candidate_import_error", compiled=False,
-                                   diag="importing the candidate failed:\n" + cap["import_error"])
+                                   diag="importing the candidate failed:\n" + capture.report.import_error)
         return verifier.finish(v, COMPILE_ERROR, "no_hip_sources", compiled=False,
                                diag="no load_inline/load call was captured: HIP candidates build their kernels "
                                     "with torch.utils.cpp_extension.load_inline at import or in __init__")
