@@ -201,7 +201,8 @@ def main() -> int:
     ap.add_argument("--skip-cold", action="store_true", help="same as leaving `cold` out of --phases")
     ap.add_argument("--phases", default=None,
                     help="comma-separated, in order, from: cold, prime, warm, warm_2gpu, each optionally with "
-                         ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N), :base (session 7's worker speed-ups off: "
+                         ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N), :hostinputs (session 9's device-resident "
+                         "trial inputs off: AMDKV_RESIDENT_INPUTS=0), :base (session 7's worker speed-ups off: "
                          "blocking sync, prebuilt Triton driver helper) and/or :jN (N jobs per GPU "
                          "and 2N spares instead of --jobs; warm:j12 against warm_2gpu tells a host-wide limit "
                          "from a per-GPU one). `prime` verifies one "
@@ -232,7 +233,8 @@ def main() -> int:
     if args.skip_cold and "cold" in phases:
         phases.remove("cold")
     unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
-               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o == "base") for o in p.split(":")[1:])]
+               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o in ("base", "hostinputs"))
+                      for o in p.split(":")[1:])]
     if unknown:
         print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
               ":tN (torch threads per worker) and/or :jN (jobs per GPU)", file=sys.stderr)
@@ -263,6 +265,12 @@ def main() -> int:
                     os.environ[var] = "0"
                 else:
                     os.environ.pop(var, None)
+            # `phase:hostinputs`: session 9's device-resident trial inputs off (a host-to-device copy
+            # in every checked call, as before)
+            if "hostinputs" in opts:
+                os.environ["AMDKV_RESIDENT_INPUTS"] = "0"
+            else:
+                os.environ.pop("AMDKV_RESIDENT_INPUTS", None)
             common = dict(jobs=jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline,
                           spares=args.spares or 2 * jobs)
             if phase == "prime":

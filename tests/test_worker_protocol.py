@@ -406,3 +406,29 @@ def test_an_unreadable_hip_capture_report_is_a_harness_failure(cpu_verifier, mon
         return
     assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics[-2000:]
     assert needle in verdict.diagnostics
+
+
+ADVERSARIAL = ROOT / "tests" / "data" / "adversarial"
+
+
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "host_inputs"])
+def test_resident_inputs_setting_reaches_the_worker_and_keeps_verdicts(resident: bool):
+    """`VerifierConfig.resident_inputs` travels in WorkerSettings, and the candidate worker judges
+    the same with it on or off (on `cpu` both read the host tensors; on a GPU `on` copies each
+    case's trials to the device once): a correct kernel stays `ok`, a kernel that writes into its
+    input stays `hack_detected`/`input_mutation`, and one returning a view of an input stays caught."""
+    pytest.importorskip("triton", reason="the candidates are Triton kernels")
+    from amdkv.config import VerifierConfig
+    from amdkv.verify import Verifier
+
+    config = VerifierConfig(device="cpu", resident_inputs=resident)
+    assert WorkerSettings(**config.worker_settings()).resident_inputs is resident
+    manifest = {e["candidate"]: e for e in json.loads((ADVERSARIAL / "manifest.json").read_text())}
+    with Verifier(config=config, spares=0, timeout=120.0) as v:
+        assert v.verify(L1_RELU, SOLUTIONS / "triton" / "l1_relu.py").status == "ok"
+        for name in ("input_mutation.py", "output_view_of_input.py"):
+            want = manifest[name]
+            task = next(p for p in (ADVERSARIAL / "tasks" / f"{want['task']}.py", L1_RELU.parent / f"{want['task']}.py")
+                        if p.is_file())
+            verdict = v.verify(task, ADVERSARIAL / name)
+            assert (verdict.status, verdict.reason) == (want["status"], want["reason"]), verdict.diagnostics[-1500:]

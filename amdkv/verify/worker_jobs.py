@@ -300,7 +300,8 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     # The report and outputs files are the worker's word to the parent: the candidate, which runs
     # with the worker's temp dir as its cwd and writable, must not be able to write them first.
     protected = [job.report_path, job.report_path + ".tmp", job.outputs_path]
-    timing_lock = worker_settings().timing_lock
+    settings = worker_settings()
+    timing_lock, resident_inputs = settings.timing_lock, settings.resident_inputs
     guard = FileAccessGuard(readable=_readable_roots(job.candidate_path, job.readable),
                             writable=[job.out_dir] + ([timing_lock] if timing_lock else []),
                             refused_quietly=pyc, protected=protected)
@@ -432,8 +433,10 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
             # of a host-to-device copy from pageable memory for every one of the (up to six) calls
             # on trial 0. On `cpu` these are the host tensors themselves, as before. Inside the
             # `try`: running out of device memory here is the forward's runtime error, as it was.
+            # `resident_inputs` off: the host tensors, copied to the device in every call (before/after).
             with clock.phase("load_inputs"):
-                trials = [to_device(t_inputs, device) for t_inputs in data["trials"]]
+                trials = ([to_device(t_inputs, device) for t_inputs in data["trials"]] if resident_inputs
+                          else data["trials"])
             for t_inputs in trials:
                 with clock.phase("first_call" if first_call else "trials"):
                     case_out["trials"].append(checked_call(t_inputs))
@@ -444,7 +447,8 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
             if cjob.time and device != "cpu":
                 with clock.phase("timing"):
                     # a clone: the timed calls run unguarded, and trial 0 is checked once more below
-                    timed_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in trials[0]]
+                    timed_inputs = ([x.clone() if isinstance(x, torch.Tensor) else x for x in trials[0]]
+                                    if resident_inputs else trials[0])  # off: _time_candidate copies them
                     crep.timing = measured = _time_candidate(model, timed_inputs, device, cjob.flush_bytes)
                 clock.add_wall("lock_wait", measured.get("lock_wait_s", 0.0))
                 clock.add_wall("lock_held", measured.get("lock_held_s", 0.0))

@@ -380,6 +380,7 @@ class WorkerSettings(Message):
     small_kernel_method: str = "profiler"  # VerifierConfig.small_kernel_method
     prewarm_profiler: bool = True  # VerifierConfig.prewarm_profiler
     blocking_sync: bool = True  # VerifierConfig.blocking_sync
+    resident_inputs: bool = True  # VerifierConfig.resident_inputs
     worker_threads: int | None = None  # VerifierConfig.worker_threads
 
 
