@@ -163,3 +163,13 @@ def openai_settings(out: Path, base_url: str, *task_ids: str, turns: int = 2, sa
                                                                 if k in ("max_active_tasks", "max_llm_failures")})
     return GenSettings(tasks="builtin:all", task_ids=task_ids, out=str(out), llm="openai", model="fake-model",
                        base_url=base_url, agent=agent, pipeline=pipeline, **kw)
+
+
+def verifications_judged(summary: dict) -> int:
+    """Verifications of a run that ended in a judgement: a verification that came back
+    `infra_error` (a loaded CI machine can make a worker miss its start) is verified again by the
+    agent and counted in the summary's `infra_errors`; tests that count verifications count these."""
+    thr = summary["throughput"]
+    assert len(thr["infra_error_details"]) == min(thr["infra_errors"], 20), thr
+    return thr["verifications"] - thr["infra_errors"]
+
