@@ -211,6 +211,17 @@ def main() -> int:
                          "--gpus 2)")
     args = ap.parse_args()
 
+    phases = args.phases.split(",") if args.phases else ["cold", "warm"] + (["warm_2gpu"] if args.gpus >= 2 else [])
+    if args.skip_cold and "cold" in phases:
+        phases.remove("cold")
+    unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
+               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o in ("base", "hostinputs"))
+                      for o in p.split(":")[1:])]
+    if unknown:
+        print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
+              ":tN (torch threads per worker), :jN (jobs per GPU), :base and/or :hostinputs", file=sys.stderr)
+        return 2
+
     import torch
     import triton
 
@@ -229,16 +240,6 @@ def main() -> int:
                            "torch": torch.__version__, "triton": triton.__version__,
                            "tasks": len({t.id for t, _ in pairs}), "candidates": args.candidates,
                            "compile_baseline": args.compile_baseline, "phases": []}
-    phases = args.phases.split(",") if args.phases else ["cold", "warm"] + (["warm_2gpu"] if args.gpus >= 2 else [])
-    if args.skip_cold and "cold" in phases:
-        phases.remove("cold")
-    unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
-               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o in ("base", "hostinputs"))
-                      for o in p.split(":")[1:])]
-    if unknown:
-        print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
-              ":tN (torch threads per worker) and/or :jN (jobs per GPU)", file=sys.stderr)
-        return 2
     second: list[tuple[Any, str]] = []  # a second copy of the candidates, for phases that run more at once
 
     def more_candidates() -> list[tuple[Any, str]]:
