@@ -137,3 +137,13 @@ def test_forward_with_wrong_arity_exit_2(tmp_path):
     err = proc.stderr
     assert "forward" in err and "2 argument" in err and "takes 1" in err, err
     assert "Traceback" not in err
+
+
+def test_task_id_instead_of_task_file_exit_2_names_the_file(tmp_path):
+    """`amdkv tasks list` shows ids; passing one as TASK_FILE says which file to pass instead."""
+    proc = verify(Path("l1_relu"), RELU_SOLUTION, tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert str(RELU_TASK) in proc.stderr and "bundled task" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    unknown = verify(Path("l1_no_such_task"), RELU_SOLUTION, tmp_path)
+    assert unknown.returncode == 2 and "l1_no_such_task" in unknown.stderr and "tasks list" in unknown.stderr
