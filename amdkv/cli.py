@@ -53,7 +53,7 @@ def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, .
     from amdkv.verify import Verifier
     from amdkv.verify.verifier import BAD_INPUT_REASONS
 
-    task = load_task(task_file)
+    task = load_task(_existing_task_file(task_file))
     # one candidate: no warm spare started ahead (spares=0)
     with Verifier(device, trials=trials, timeout=timeout, spares=0, archs=archs,
                   **_cache_setting(verdict_cache)) as verifier:
@@ -71,6 +71,26 @@ def verify(task_file: str, candidate_file: str, device: str, archs: tuple[str, .
     if verdict.status == "infra_error":
         sys.exit(EXIT_INFRA)
     sys.exit(EXIT_OK if verdict.status == "ok" else EXIT_FAILURES)
+
+
+def _existing_task_file(task_file: str) -> str:
+    """TASK_FILE itself when it exists. `amdkv tasks list` shows ids, so a new user types
+    `amdkv verify l1_relu ...`: say that TASK_FILE is a path and, for a bundled id, which path,
+    instead of only "cannot read task file <cwd>/l1_relu"."""
+    from pathlib import Path
+
+    from amdkv.errors import BadInputError
+    from amdkv.tasks import builtin
+
+    if Path(task_file).exists():
+        return task_file
+    bundled = builtin.task_path(task_file.removeprefix("builtin:"))
+    if bundled is not None:
+        raise BadInputError(f"no task file {task_file!r}: TASK_FILE is a path, and {task_file!r} looks like the id "
+                            f"of a bundled task", hint=f"pass its file: amdkv verify {bundled} CANDIDATE_FILE")
+    raise BadInputError(f"no task file {task_file!r}",
+                        hint="TASK_FILE is a task .py file (docs/task_format.md); `amdkv tasks list --json` "
+                             "gives each bundled task's `path`")
 
 
 def _cache_setting(verdict_cache: bool | None) -> dict[str, bool]:

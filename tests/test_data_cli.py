@@ -75,3 +75,21 @@ def test_shipped_dataset_configs_are_valid(name):
     policy = load_policy(None, config["policy"])
     assert config["repo_id"].startswith("amdkv/") and "builtin:eval" in policy.decontaminate
     assert (REPO / "dataset_scripts" / f"{name}.py").is_file()
+
+
+def test_build_table_does_not_put_the_records_in_under_removed(capsys, monkeypatch):
+    """The console table's "removed" column holds only what a step removed; the counts in (records,
+    and the units the steps remove from) are details, so 3 in / 3 removed / 3 rows out reads right."""
+    from amdkv.data.cli import print_build_report
+
+    monkeypatch.setenv("COLUMNS", "200")
+    report = {"dataset": "triton", "records": 3, "records_by_kind": {"trajectory": 3},
+              "units_in": {"trajectory": 3, "turn": 9},
+              "phases": [{"name": "policy", "removed": 3, "detail": {"status compile_error": 3}}],
+              "rows": {"torch2triton": {"train": 3, "test": 0}}, "clusters": {"clusters": 3, "largest": 1}}
+    print_build_report(report, "build/x")
+    lines = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+             for line in capsys.readouterr().out.splitlines() if line.count("│") == 4}
+    assert lines["records in"] == ["", "3 (trajectory 3)"]
+    assert lines["units in"][0] == "" and lines["units in"][1].startswith("12 (trajectory 3, turn 9)")
+    assert lines["policy"][0] == "3"

@@ -163,6 +163,9 @@ def test_rerun_generates_nothing_twice_and_other_settings_are_refused(tmp_path, 
     again = run_gen(settings(out, "l1_relu", turns=1), verifier=verifier, progress=False)
     assert again.summary["trajectories"]["recorded_now"] == 0
     assert again.summary["tokens"]["requests"] == 0 and again.summary["throughput"]["verifications"] == 0
+    # as `amdkv gen` re-runs it (no verifier opened, nothing to verify): the summary still names the platform
+    rerun = run_gen(settings(out, "l1_relu", turns=1), progress=False)
+    assert rerun.summary["run"]["platform"] == "cpu" and rerun.summary["throughput"]["verifications"] == 0
     # more samples extend the run: only the new sample is generated
     more = run_gen(settings(out, "l1_relu", turns=1, samples=2), verifier=verifier, progress=False)
     assert more.summary["trajectories"]["recorded_now"] == 1

@@ -112,6 +112,21 @@ def test_candidate_without_model_new_exit_2(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_cached_no_model_new_verdict_names_this_files_path_only(tmp_path, monkeypatch):
+    """The verdict cache serves the same source's verdict under another path: the message must name
+    the file given now, once, and never the path of whoever verified that source first."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    source = "import torch.nn as nn\n\n\nclass SomethingElse(nn.Module):\n    pass\n"
+    first, second = tmp_path / "first_copy.py", tmp_path / "second_copy.py"
+    first.write_text(source)
+    second.write_text(source)
+    for cand in (first, second):
+        proc = amdkv("verify", str(RELU_TASK), str(cand), "--device", "cpu", "--verdict-cache", cwd=tmp_path)
+        assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+        assert proc.stderr.count(str(cand)) == 1 and "ModelNew" in proc.stderr, proc.stderr
+    assert "first_copy" not in proc.stderr, proc.stderr
+
+
 def test_forward_with_wrong_arity_exit_2(tmp_path):
     cand = tmp_path / "two_args.py"
     cand.write_text(textwrap.dedent("""
@@ -137,3 +152,13 @@ def test_forward_with_wrong_arity_exit_2(tmp_path):
     err = proc.stderr
     assert "forward" in err and "2 argument" in err and "takes 1" in err, err
     assert "Traceback" not in err
+
+
+def test_task_id_instead_of_task_file_exit_2_names_the_file(tmp_path):
+    """`amdkv tasks list` shows ids; passing one as TASK_FILE says which file to pass instead."""
+    proc = verify(Path("l1_relu"), RELU_SOLUTION, tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert str(RELU_TASK) in proc.stderr and "bundled task" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    unknown = verify(Path("l1_no_such_task"), RELU_SOLUTION, tmp_path)
+    assert unknown.returncode == 2 and "l1_no_such_task" in unknown.stderr and "tasks list" in unknown.stderr

@@ -81,8 +81,14 @@ def print_build_report(report: dict[str, Any], out_dir: str) -> None:
     table.add_column("step")
     table.add_column("removed", justify="right")
     table.add_column("detail")
+    # the counts in go in the detail column, not under "removed"; the phases remove units (each turn
+    # of a trajectory is one, besides the trajectory), so the units in are what their removals add up to
     kinds = ", ".join(f"{k} {v:,}" for k, v in report["records_by_kind"].items())
-    table.add_row("records in", f"{report['records']:,}", kinds)
+    table.add_row("records in", "", f"{report['records']:,} ({kinds})")
+    units = report.get("units_in") or {}
+    if units:
+        table.add_row("units in", "", f"{sum(units.values()):,} ("
+                      + ", ".join(f"{k} {v:,}" for k, v in units.items()) + "); the steps below remove units")
     for phase in report["phases"]:
         table.add_row(phase["name"], f"{phase['removed']:,}", "; ".join(f"{k}: {v:,}" for k, v in phase["detail"].items()))
     if report.get("pairs"):

@@ -287,6 +287,11 @@ def build_summary(settings: GenSettings, run_key: str, tasks: list[Any], records
     per_task: dict[str, list[dict[str, Any]]] = {}
     for tr in trajs:
         per_task.setdefault(tr["task_id"], []).append(tr)
+    if platform is None:
+        # no verifier opened (a re-run with nothing left to do): the recorded verdicts still say
+        # where the folder's programs were judged, and summary.json must not lose that
+        platform = ",".join(sorted({(t.get("verdict") or {}).get("platform") for tr in trajs for t in tr["turns"]}
+                                   - {None})) or None
     n = len(trajs) or 1
     status = lambda turn: (turn.get("verdict") or {}).get("status")  # noqa: E731
     compiled = sum(any((t.get("verdict") or {}).get("compiled") for t in tr["turns"]) for tr in trajs)

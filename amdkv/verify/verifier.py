@@ -316,8 +316,10 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         if spec is not None:
             findings += program_findings(spec, source)
         elif not static_checks.has_model_new(source):
+            # no path in the text: the verdict cache hands this verdict to later submitters of the
+            # same source under other paths (and to `amdkv serve` clients), where it would name a stranger's file
             self.finish(v, COMPILE_ERROR, "no_model_new", compiled=False,
-                        diag=f"{label} defines no top-level class `ModelNew`")
+                        diag="the candidate defines no top-level class `ModelNew`")
             return True
         else:
             want = static_checks.forward_parameters(task.source, "Model")
