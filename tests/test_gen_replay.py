@@ -174,6 +174,9 @@ def test_rerun_generates_nothing_twice_and_other_settings_are_refused(tmp_path, 
 
     with pytest.raises(BadInputError, match="turns"):
         run_gen(settings(out, "l1_relu", turns=2), verifier=verifier, progress=False)
+    # a scripted replay's script decides the replies, as a model's weights do: another one is refused
+    with pytest.raises(BadInputError, match="replay_script"):
+        run_gen(settings(out, "l1_relu", turns=1, script="write=compile_error"), verifier=verifier, progress=False)
 
 
 def test_verification_through_amdkv_serve(tmp_path):

@@ -115,6 +115,8 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
     out = Path(settings.out)
     tasks = select_tasks(settings)
     identity = {"model": settings.model_name, **settings.agent.identity()}
+    if settings.script:  # a scripted replay's script decides its replies as a model's weights do
+        identity["replay_script"] = settings.script
     run_key = open_manifest(out, identity, {
         "tasks": settings.tasks, "task_ids": list(settings.task_ids), "samples": settings.agent.samples,
         "llm": settings.llm, "base_url": settings.base_url, "replay_from": settings.replay_from,
