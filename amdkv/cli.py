@@ -242,6 +242,9 @@ def env(as_json: bool) -> None:
     info = dict(collect_env(with_gpu=True, with_tools=True))
     config = VerifierConfig.from_env()
     info["verifier_settings"] = config.to_dict()  # what AMDKV_* asks for here
+    # what that device setting resolves to on this machine (`auto` is the usual one): the platform
+    # every verdict of a default run will name
+    info["platform"] = _resolved_platform(config.device)
     # what the OS sandbox of the workers can hold on this machine (docs/sandbox.md)
     info["sandbox"] = {"mode": config.sandbox, **capabilities()}
     if as_json:
@@ -250,6 +253,20 @@ def env(as_json: bool) -> None:
         width = max(len(k) for k in info)
         for k, v in info.items():
             click.echo(f"{k:<{width}}  {v}")
+
+
+def _resolved_platform(device: str) -> dict[str, Any]:
+    """`detect_platform(device)` as a dict, or the reason it fails here (e.g. `cuda` on a CPU machine)."""
+    import dataclasses
+
+    from amdkv.errors import BadInputError
+    from amdkv.verify.platform import detect_platform
+
+    try:
+        info = detect_platform(device)
+    except BadInputError as exc:
+        return {"requested": device, "error": str(exc)}
+    return {"requested": device, **dataclasses.asdict(info), "amd_target": info.is_target}
 
 
 # --------------------------------------------------------------------------------------- demo

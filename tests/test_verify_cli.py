@@ -162,3 +162,20 @@ def test_task_id_instead_of_task_file_exit_2_names_the_file(tmp_path):
     assert "Traceback" not in proc.stderr
     unknown = verify(Path("l1_no_such_task"), RELU_SOLUTION, tmp_path)
     assert unknown.returncode == 2 and "l1_no_such_task" in unknown.stderr and "tasks list" in unknown.stderr
+
+
+def test_env_names_the_platform_a_default_run_verifies_on(tmp_path):
+    """`amdkv env --json` says what `--device auto` (or AMDKV_DEVICE) resolves to on this machine,
+    and why not when the asked-for device is absent, so a user knows which platform verdicts name."""
+    import os
+
+    got = json.loads(amdkv("env", "--json", cwd=tmp_path).stdout)["platform"]
+    assert got["requested"] == "auto" and got["name"] in ("cpu", "cuda", "rocm") and "device" in got
+    assert got["amd_target"] is (got["name"] == "rocm")
+    import torch
+
+    if not torch.cuda.is_available():
+        proc = subprocess.run([sys.executable, "-m", "amdkv.cli", "env", "--json"], cwd=tmp_path, capture_output=True,
+                              text=True, env={**os.environ, "AMDKV_DEVICE": "cuda"}, timeout=300)
+        missing = json.loads(proc.stdout)["platform"]
+        assert missing["requested"] == "cuda" and "no GPU" in missing["error"]
