@@ -293,17 +293,12 @@ def demo(device: str, spec: str, language: str, task_ids: tuple[str, ...], jobs:
 
     from amdkv.reports.jsonl import JsonlAppender
     from amdkv.tasks.solutions import solution_for
-    from amdkv.tasks.suites import load_suite
+    from amdkv.tasks.suites import load_suite, select_ids
     from amdkv.verify.scheduler import open_verifier
 
     all_tasks = load_suite(spec)
     if task_ids:
-        unknown = sorted(set(task_ids) - {t.id for t in all_tasks})
-        if unknown:
-            from amdkv.errors import BadInputError
-
-            raise BadInputError(f"unknown task id(s) {unknown} in {spec}", hint="see `amdkv tasks list`")
-        all_tasks = [t for t in all_tasks if t.id in set(task_ids)]
+        all_tasks = select_ids(all_tasks, task_ids, spec)
     pairs = [(t, str(solution_for(t, language))) for t in all_tasks if solution_for(t, language)]
     if not pairs:
         raise AmdkvError(f"no {language} reference solutions for {spec}", hint="try --language triton")

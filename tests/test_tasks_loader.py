@@ -116,3 +116,21 @@ def test_tasks_list_cli_json() -> None:
     assert data["suite_version"]
     assert data["tasks"] and all({"id", "level", "op_family", "dtypes"} <= set(t) for t in data["tasks"])
     assert all(t["level"] == 1 for t in data["tasks"])
+
+
+def test_select_ids_keeps_suite_order_and_says_where_an_unknown_id_is() -> None:
+    """`--task ID` of `amdkv gen` and `amdkv demo` (one helper): the suite's order, and an id the
+    suite lacks named with its bundled split, or the closest ids of the suite."""
+    from amdkv.errors import BadInputError
+    from amdkv.tasks.suites import load_suite, select_ids
+
+    train, held = load_suite("builtin:train"), load_suite("builtin:eval")
+    picked = select_ids(train, [train[2].id, train[0].id], "builtin:train")
+    assert [t.id for t in picked] == [train[0].id, train[2].id]
+    with pytest.raises(BadInputError, match="unknown task id") as other_split:
+        select_ids(train, [held[0].id], "builtin:train")
+    assert f"{held[0].id} is in builtin:eval" in other_split.value.hint
+    typo = train[0].id + "x"
+    with pytest.raises(BadInputError) as close:
+        select_ids(train, [typo], "builtin:train")
+    assert f"did you mean {train[0].id}" in close.value.hint

@@ -164,14 +164,11 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
 
 
 def select_tasks(settings: GenSettings) -> list[Any]:
-    from amdkv.tasks.suites import load_suite
+    from amdkv.tasks.suites import load_suite, select_ids
 
     tasks = load_suite(settings.tasks)
     if settings.task_ids:
-        unknown = sorted(set(settings.task_ids) - {t.id for t in tasks})
-        if unknown:
-            raise BadInputError(f"unknown task id(s) {unknown} in {settings.tasks}", hint="see `amdkv tasks list`")
-        tasks = [t for t in tasks if t.id in set(settings.task_ids)]
+        tasks = select_ids(tasks, settings.task_ids, settings.tasks)
     if settings.limit is not None:
         tasks = tasks[: settings.limit]
     if not tasks:

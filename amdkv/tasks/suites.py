@@ -78,6 +78,28 @@ def load_suite(spec: str) -> list[Task]:
                              + ", ".join(f"{p}:..." for p in sorted(SUITE_LOADERS)))
 
 
+def select_ids(tasks: list[Task], task_ids: Iterable[str], spec: str) -> list[Task]:
+    """The tasks of `spec` (already loaded as `tasks`) whose ids are in `task_ids`, in suite order.
+    An id the suite lacks is a BadInputError that says where it is when it is a bundled task of
+    another split or suite (`l1_bmm` is in builtin:eval, not builtin:train), else the closest ids."""
+    import difflib
+
+    wanted = list(dict.fromkeys(task_ids))
+    known = {t.id for t in tasks}
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        bundled = {t.id: t for t in load_builtin()} if any(builtin.task_path(i) for i in unknown) else {}
+        elsewhere = {i: f"builtin:{bundled[i].split or bundled[i].suite}" for i in unknown if i in bundled}
+        if elsewhere:
+            hint = "; ".join(f"{i} is in {where}" for i, where in elsewhere.items()) + \
+                   " (builtin:all holds every bundled task)"
+        else:
+            close = sorted({c for i in unknown for c in difflib.get_close_matches(i, sorted(known), n=3, cutoff=0.6)})
+            hint = (f"did you mean {', '.join(close)}? " if close else "") + f"`amdkv tasks list --from '{spec}'` lists them"
+        raise BadInputError(f"unknown task id(s) {unknown} in {spec}", hint=hint)
+    return [t for t in tasks if t.id in set(wanted)]
+
+
 def filter_tasks(tasks: Iterable[Task], *, suite: str | None = None, split: str | None = None,
                  level: int | None = None, op_family: str | None = None, dtype: str | None = None) -> list[Task]:
     out = []
