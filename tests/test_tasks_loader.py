@@ -134,3 +134,14 @@ def test_select_ids_keeps_suite_order_and_says_where_an_unknown_id_is() -> None:
     with pytest.raises(BadInputError) as close:
         select_ids(train, [typo], "builtin:train")
     assert f"did you mean {train[0].id}" in close.value.hint
+
+
+def test_a_bundled_task_loaded_by_path_keeps_its_suite(tmp_path: Path) -> None:
+    """`amdkv verify amdkv/tasks/builtin/general/l1_relu.py ...` records suite `general` (its folder),
+    as `builtin:all` does; a task file elsewhere is `custom` unless told otherwise."""
+    path = builtin.task_path("l1_relu")
+    assert load_task(path).suite == path.parent.name == "general"
+    assert load_task(path, suite="mine").suite == "mine"
+    copy = tmp_path / "l1_relu.py"
+    copy.write_text(path.read_text())
+    assert load_task(copy).suite == "custom"

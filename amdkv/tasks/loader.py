@@ -103,12 +103,12 @@ def _cases_from_module(module: ModuleType, path: Path) -> list[Case]:
     return cases
 
 
-def load_task(path: str | os.PathLike[str], *, suite: str = "custom", task_id: str | None = None) -> Task:
+def load_task(path: str | os.PathLike[str], *, suite: str | None = None, task_id: str | None = None) -> Task:
     """Load one task file. Raises `TaskFormatError` naming what is missing."""
     return load_task_and_module(path, suite=suite, task_id=task_id)[0]
 
 
-def load_task_and_module(path: str | os.PathLike[str], *, suite: str = "custom",
+def load_task_and_module(path: str | os.PathLike[str], *, suite: str | None = None,
                          task_id: str | None = None) -> tuple[Task, ModuleType]:
     """The Task and the imported module it came from (the reference worker needs `Model`; one
     import serves both, so the task file's module-level code runs once)."""
@@ -133,7 +133,7 @@ def load_task_and_module(path: str | os.PathLike[str], *, suite: str = "custom",
         id=task_id or meta.get("id") or path.stem,
         path=str(path),
         source=source,
-        suite=meta.get("suite", suite),
+        suite=meta.get("suite") or suite or _bundled_suite(path) or "custom",
         level=int(level) if level is not None else None,
         op_family=meta.get("op_family", "unknown"),
         dtypes=tuple(meta.get("dtypes", ())),
@@ -149,11 +149,19 @@ def load_task_and_module(path: str | os.PathLike[str], *, suite: str = "custom",
     return task, module
 
 
-def _builtin_version(path: Path) -> dict[str, str]:
-    """Bundled tasks carry the bundle's suite version however they were loaded."""
+def _bundled_suite(path: Path) -> str | None:
+    """A bundled task's suite (its folder) however it was loaded: `amdkv verify` of a bundled file
+    by path recorded `custom` before."""
     from amdkv.tasks import builtin
 
     if builtin.BUILTIN_ROOT not in path.parents or builtin.SOLUTIONS_ROOT in path.parents:
+        return None
+    return path.parent.name
+
+
+def _builtin_version(path: Path) -> dict[str, str]:
+    """Bundled tasks carry the bundle's suite version however they were loaded."""
+    if _bundled_suite(path) is None:
         return {}
     from amdkv.tasks.versions import builtin_suite_version
 
