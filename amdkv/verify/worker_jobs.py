@@ -280,6 +280,11 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     bounds = None
     if job.interpreter:
         _patch_autotune_for_interpreter()
+        # @triton.jit helpers called from a kernel skip the interpreter's per-call re-patching of
+        # triton.language when the launch already patched it (interpreter_helpers.py: same results)
+        from amdkv.verify import interpreter_helpers
+
+        interpreter_helpers.install()
         # every load/store/atomic of an interpreted kernel is checked against its launch's tensor
         # arguments (interpreter_bounds.py): installed before the candidate's code exists
         from amdkv.verify.interpreter_bounds import InterpreterBoundsChecker
