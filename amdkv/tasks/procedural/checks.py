@@ -80,8 +80,10 @@ def _worker_init() -> None:
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"triton\.runtime\.interpreter")
 
     torch.set_num_threads(1)
+    from amdkv.verify import interpreter_helpers
     from amdkv.verify.runtime_guards import LaunchCounter
 
+    interpreter_helpers.install()  # as the verifier's workers: tl.sum & co. without re-patching
     counter = LaunchCounter()
     counter.install()
     _WORKER.update(counter=counter, workdir=tempfile.mkdtemp(prefix="amdkv-proc-check-"))
