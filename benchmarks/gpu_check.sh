@@ -57,6 +57,12 @@ run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
   echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s)" | tee -a "$SUMMARY"
 }
 
+run_step_tail() {  # run_step_tail NAME LIMIT_S LINES CMD...   (run_step, then the log's last LINES lines -> summary)
+  local name=$1 limit=$2 lines=$3; shift 3
+  run_step "$name" "$limit" "$@"
+  tail -n "$lines" "$OUT/$name/log.txt" >> "$SUMMARY"
+}
+
 for step in $STEPS; do
   case "$step" in
     refs)
@@ -65,8 +71,7 @@ for step in $STEPS; do
       python3 benchmarks/reference_table.py "$OUT/refs/references.jsonl" > "$OUT/refs/table.md" 2>> "$OUT/refs/log.txt"
       tail -n 4 "$OUT/refs/table.md" >> "$SUMMARY" ;;
     adv)
-      run_step adv "${ADV_S:-150}" python3 benchmarks/adversarial_gpu.py --out "$OUT/adv/adversarial.jsonl" --jobs 4 ${ADV_FLAGS:-}
-      tail -n 1 "$OUT/adv/log.txt" >> "$SUMMARY" ;;
+      run_step_tail adv "${ADV_S:-150}" 1 python3 benchmarks/adversarial_gpu.py --out "$OUT/adv/adversarial.jsonl" --jobs 4 ${ADV_FLAGS:-} ;;
     fid)
       run_step fid "${FID_S:-150}" python3 benchmarks/timing_fidelity.py --out "$OUT/fid" ${FID_FLAGS:-}
       grep -E "^Goal" "$OUT/fid/fidelity.md" >> "$SUMMARY" 2>/dev/null ;;
@@ -78,36 +83,27 @@ for step in $STEPS; do
         --budget-s "$(( ${HIP_S:-420} - 60 ))" ${HIP_FLAGS:-}
       grep -E "statuses as expected|^throughput" "$OUT/hip/log.txt" >> "$SUMMARY" 2>/dev/null ;;
     learn)
-      run_step learn "${LEARN_S:-560}" python3 benchmarks/learning_run.py --out "$OUT/learn" \
-        --budget-s "$(( ${LEARN_S:-560} - 30 ))" ${LEARN_FLAGS:-}
-      tail -n 12 "$OUT/learn/log.txt" >> "$SUMMARY" ;;
+      run_step_tail learn "${LEARN_S:-560}" 12 python3 benchmarks/learning_run.py --out "$OUT/learn" \
+        --budget-s "$(( ${LEARN_S:-560} - 30 ))" ${LEARN_FLAGS:-} ;;
     tthr)
-      run_step tthr "${TTHR_S:-300}" python3 benchmarks/train_throughput.py --out "$OUT/tthr" ${TTHR_FLAGS:-}
-      tail -n 8 "$OUT/tthr/log.txt" >> "$SUMMARY" ;;
+      run_step_tail tthr "${TTHR_S:-300}" 8 python3 benchmarks/train_throughput.py --out "$OUT/tthr" ${TTHR_FLAGS:-} ;;
     dry)
-      run_step dry "${DRY_S:-120}" python3 benchmarks/train_dryrun.py --out "$OUT/dry" ${DRY_FLAGS:-}
-      tail -n 6 "$OUT/dry/log.txt" >> "$SUMMARY" ;;
+      run_step_tail dry "${DRY_S:-120}" 6 python3 benchmarks/train_dryrun.py --out "$OUT/dry" ${DRY_FLAGS:-} ;;
     proc)
-      run_step proc "${PROC_S:-240}" python3 benchmarks/procedural_gpu.py --out "$OUT/proc" \
-        --budget-s "$(( ${PROC_S:-240} - 40 ))" ${PROC_FLAGS:-}
-      tail -n 14 "$OUT/proc/log.txt" >> "$SUMMARY" ;;
+      run_step_tail proc "${PROC_S:-240}" 14 python3 benchmarks/procedural_gpu.py --out "$OUT/proc" \
+        --budget-s "$(( ${PROC_S:-240} - 40 ))" ${PROC_FLAGS:-} ;;
     serve)
-      run_step serve "${SERVE_S:-240}" python3 benchmarks/serve_vs_inprocess.py --out "$OUT/serve" ${SERVE_FLAGS:-}
-      tail -n 8 "$OUT/serve/log.txt" >> "$SUMMARY" ;;
+      run_step_tail serve "${SERVE_S:-240}" 8 python3 benchmarks/serve_vs_inprocess.py --out "$OUT/serve" ${SERVE_FLAGS:-} ;;
     fault)
-      run_step fault "${FAULT_S:-320}" python3 benchmarks/fault_suite_gpu.py --out "$OUT/fault" ${FAULT_FLAGS:-}
-      tail -n 30 "$OUT/fault/log.txt" >> "$SUMMARY" ;;
+      run_step_tail fault "${FAULT_S:-320}" 30 python3 benchmarks/fault_suite_gpu.py --out "$OUT/fault" ${FAULT_FLAGS:-} ;;
     ext)
-      run_step ext "${EXT_S:-420}" python3 benchmarks/external_gpu.py --out "$OUT/ext" --kernelbench .ext/KernelBench \
-        --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench --harness-site /tmp/site --jobs 8 ${EXT_FLAGS:-}
-      tail -n 30 "$OUT/ext/log.txt" >> "$SUMMARY" ;;
+      run_step_tail ext "${EXT_S:-420}" 30 python3 benchmarks/external_gpu.py --out "$OUT/ext" --kernelbench .ext/KernelBench \
+        --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench --harness-site /tmp/site --jobs 8 ${EXT_FLAGS:-} ;;
     gen)
-      run_step gen "${GEN_S:-400}" python3 benchmarks/gen_gpu.py --out "$OUT/gen" \
-        --budget-s "$(( ${GEN_S:-400} - 120 ))" ${GEN_FLAGS:-}
-      tail -n 12 "$OUT/gen/log.txt" >> "$SUMMARY" ;;
+      run_step_tail gen "${GEN_S:-400}" 12 python3 benchmarks/gen_gpu.py --out "$OUT/gen" \
+        --budget-s "$(( ${GEN_S:-400} - 120 ))" ${GEN_FLAGS:-} ;;
     gs)
-      run_step gs "${GS_S:-240}" python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-}
-      tail -n 10 "$OUT/gs/log.txt" >> "$SUMMARY" ;;
+      run_step_tail gs "${GS_S:-240}" 10 python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-} ;;
     *) echo "unknown step $step (refs adv fid tp hip learn tthr dry proc serve fault ext gen gs)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) stay behind: they are large and not results

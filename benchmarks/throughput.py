@@ -67,7 +67,11 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
     return pairs
 
 
-BASELINE_OFF = ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS")
+# `phase:OPTION` -> the settings it turns off (to "0") for that phase, for before/after on the same
+# candidates in one run: `base` = session 7's worker speed-ups (blocking CUDA syncs, the prebuilt
+# Triton driver helper); `hostinputs` = session 9's device-resident trial inputs
+SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
+                "hostinputs": ("AMDKV_RESIDENT_INPUTS",)}
 
 
 def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
@@ -215,7 +219,7 @@ def main() -> int:
     if args.skip_cold and "cold" in phases:
         phases.remove("cold")
     unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
-               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o in ("base", "hostinputs"))
+               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o in SWITCHED_OFF)
                       for o in p.split(":")[1:])]
     if unknown:
         print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
@@ -259,19 +263,12 @@ def main() -> int:
                 os.environ["AMDKV_WORKER_THREADS"] = threads
             else:
                 os.environ.pop("AMDKV_WORKER_THREADS", None)
-            # `phase:base`: the worker speed-ups of session 7 off (spin-waiting CUDA syncs, every spare
-            # compiling Triton's driver helper), for before/after on the same candidates in one run
-            for var in BASELINE_OFF:
-                if "base" in opts:
-                    os.environ[var] = "0"
-                else:
-                    os.environ.pop(var, None)
-            # `phase:hostinputs`: session 9's device-resident trial inputs off (a host-to-device copy
-            # in every checked call, as before)
-            if "hostinputs" in opts:
-                os.environ["AMDKV_RESIDENT_INPUTS"] = "0"
-            else:
-                os.environ.pop("AMDKV_RESIDENT_INPUTS", None)
+            for option, variables in SWITCHED_OFF.items():  # `phase:base`, `phase:hostinputs`
+                for var in variables:
+                    if option in opts:
+                        os.environ[var] = "0"
+                    else:
+                        os.environ.pop(var, None)
             common = dict(jobs=jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline,
                           spares=args.spares or 2 * jobs)
             if phase == "prime":
