@@ -162,7 +162,8 @@ def _fake_cxx(tmp_path: Path, rc: int) -> Path:
 
 
 def test_pch_built_once_under_concurrency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hip_pch, "host_compiler", lambda: (str(_fake_cxx(tmp_path, 0)), "fake 1"))
+    fake = str(_fake_cxx(tmp_path, 0))  # written once: rewriting it while a thread execs it is ETXTBSY
+    monkeypatch.setattr(hip_pch, "host_compiler", lambda: (fake, "fake 1"))
     got: list[Path | None] = []
     threads = [threading.Thread(target=lambda: got.append(hip_pch.host_pch(FAKE_CUDA, cache_dir=tmp_path / "c")))
                for _ in range(4)]
@@ -178,7 +179,8 @@ def test_pch_built_once_under_concurrency(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_pch_failure_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hip_pch, "host_compiler", lambda: (str(_fake_cxx(tmp_path, 1)), "fake 1"))
+    fake = str(_fake_cxx(tmp_path, 1))
+    monkeypatch.setattr(hip_pch, "host_compiler", lambda: (fake, "fake 1"))
     assert hip_pch.host_pch(FAKE_CUDA, cache_dir=tmp_path / "c") is None
     assert hip_pch.host_pch(FAKE_CUDA, cache_dir=tmp_path / "c") is None
     assert (tmp_path / "calls").read_text().count("call") == 1

@@ -325,7 +325,8 @@ def test_remote_verifier_8_threads_x_25_submissions_none_lost_or_swapped(url, ta
     assert len(results) == 200
     for which, verdict in results.values():
         task, source, status = cases[which]
-        assert (verdict.task_id, verdict.candidate_sha256, verdict.status) == (task.id, source_sha256(source), status)
+        assert (verdict.task_id, verdict.candidate_sha256, verdict.status) == (task.id, source_sha256(source), status), (
+            f"{verdict.reason}: {verdict.diagnostics[-3000:]}")
 
 
 def test_remote_verifier_sends_task_source_when_the_server_lacks_the_task(url, tasks, tmp_path):

@@ -48,6 +48,23 @@ def any_rank(flag: bool) -> bool:
     return all_reduce_sum([1.0 if flag else 0.0])[0] > 0
 
 
+def leave_process_group() -> None:
+    """Tear this process's process group down before the interpreter exits (no-op without one).
+
+    Why: with torch 2.13's gloo backend a process that exits with its group still up is aborted by
+    a gloo thread ("terminate called without an active exception", exit 134) when its peer has
+    already gone: on our 2-core machine 3 of 30 two-rank runs after a plain all-reduce, 7 of 30
+    after the infra guard's stop, and 0 of 30 with this call first. Every rank calls it at the
+    end of `train_sft.py`/`train_rl.py`, so the exit code is the run's own (0, or the error's).
+    """
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def _device():
     import torch
 

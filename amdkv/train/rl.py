@@ -37,7 +37,7 @@ from trl import GRPOTrainer
 from amdkv.errors import AmdkvError, BadInputError
 from amdkv.train.args import AmdkvRLArguments, AuditArguments, VerifierArguments, parse_config
 from amdkv.train.data import rl_prompt_dataset
-from amdkv.train.distributed import process_index
+from amdkv.train.distributed import leave_process_group, process_index
 from amdkv.train.models import check_precision, load_model, peft_config
 from amdkv.train.reward import InfraErrorGuard, RewardAudit, VerdictReward
 from amdkv.train.rollout import MultiTurnRollout, ReturnReward
@@ -306,4 +306,5 @@ def main(argv: Sequence[str] | None = None, **build: Any) -> int:
     finally:
         if trainer is not None:
             close(trainer)
+        leave_process_group()
     return 0

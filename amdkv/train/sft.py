@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from amdkv.errors import AmdkvError, BadInputError
 from amdkv.train.args import AmdkvSFTArguments, parse_config
 from amdkv.train.data import load_sft_source, sft_format
+from amdkv.train.distributed import leave_process_group, process_index
 from amdkv.train.models import check_precision, load_model, peft_config
 
 
@@ -96,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sft_args, model_args, amdkv_args = parse_config(SFTConfig, AmdkvSFTArguments, argv)
         run(build_sft_trainer(sft_args, model_args, amdkv_args), sft_args)
     except AmdkvError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error (rank {process_index()}): {exc}", file=sys.stderr)
         return exc.exit_code
+    finally:
+        leave_process_group()
     return 0
