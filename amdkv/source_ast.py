@@ -10,6 +10,20 @@ so that `amdkv.tasks` does not import `amdkv.verify` at module level (issue 20: 
 from __future__ import annotations
 
 import ast
+import threading
+
+# CPython 3.11 (3.11.7 here and on CI) keeps the AST constructor's recursion depth in state shared
+# by every thread, so two threads in `ast.parse` at once can fail with "SystemError: AST constructor
+# recursion depth mismatch" (python/cpython#106905). The verifier's parent parses candidates in
+# several threads (static checks per submission): 2 of 6 runs of the 8-thread serve test got an
+# infra_error from it. Every parse in amdkv goes through `parse`, one at a time per process.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse`, serialised across this process's threads (see _PARSE_LOCK); SyntaxError as usual."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
 
 
 def module_bindings(tree: ast.Module) -> set[str]:
@@ -30,7 +44,7 @@ def module_bindings(tree: ast.Module) -> set[str]:
 def mentions(source: str, words: tuple[str, ...]) -> list[str]:
     """Which of `words` appear as identifiers/attributes in the code (not in comments/strings)."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return []
     seen = set()
@@ -47,7 +61,7 @@ def mentions(source: str, words: tuple[str, ...]) -> list[str]:
 def imported_modules(source: str) -> list[str]:
     """Modules a kernel part imports (`import a.b` -> a.b; `from a.b import c` -> a.b)."""
     out: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,33 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # Every test that verifies means a real run: the verdict cache would answer a candidate that an
     # earlier test already verified. The tests of the cache itself switch it on explicitly.
     os.environ.setdefault("AMDKV_VERDICT_CACHE", "0")
+
+
+INFRA_LOG = "AMDKV_TEST_INFRA_LOG"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One file for the infra_error records of every test process (xdist workers inherit the
+    variable: the controller configures before it starts them), printed at the end of the run."""
+    if INFRA_LOG not in os.environ:
+        fd, path = tempfile.mkstemp(prefix="amdkv-infra-errors-", suffix=".log")
+        os.close(fd)
+        os.environ[INFRA_LOG] = path
+    handler = logging.FileHandler(os.environ[INFRA_LOG])
+    handler.setFormatter(logging.Formatter(f"[pid %(process)d] %(message)s"))
+    logging.getLogger("amdkv.verify").addHandler(handler)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Every infra_error a verifier in this run handed out (tests that expect some included): when
+    a test fails on one, its cause is here, not only a status in an assertion."""
+    if hasattr(config, "workerinput"):
+        return
+    path = Path(os.environ.get(INFRA_LOG, ""))
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    if text.strip():
+        terminalreporter.write_sep("=", f"infra_error verdicts in this run ({text.count('infra_error (')})")
+        terminalreporter.write_line(text[-20000:])
 
 
 def have_tool(name: str) -> bool:

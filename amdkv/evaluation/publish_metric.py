@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from amdkv.source_ast import parse as parse_source
 from amdkv.errors import BadInputError
 
 SPACE_SDK = "static"
@@ -62,7 +63,7 @@ def check_module_dir(module_dir: str | Path) -> tuple[Path, str]:
         raise BadInputError(f"{folder} has no {name}.py", hint="an evaluate module folder NAME/ holds NAME.py")
     if not readme.is_file():
         raise BadInputError(f"{folder} has no README.md (the metric card)", hint="write the card first")
-    tree = ast.parse(script.read_text(encoding="utf-8"))
+    tree = parse_source(script.read_text(encoding="utf-8"))
     if not any(isinstance(n, ast.ClassDef) and any(ast.unparse(b) in ("evaluate.Metric", "Metric") for b in n.bases)
                for n in tree.body):
         raise BadInputError(f"{script} defines no `evaluate.Metric` subclass", hint="see eval/metrics/*/ for examples")

@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from amdkv.source_ast import parse as parse_source
+
 FUNCTIONAL_PROMPT_VERSION = "functional-v1"
 
 FUNCTIONAL_SYSTEM = (
@@ -66,7 +68,7 @@ def functional_messages(task: Any) -> list[dict[str, str]]:
 def defines_module_fn(code: str) -> bool:
     """True when `code` parses and defines a top-level `module_fn` (what the stage asks for)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except SyntaxError:
         return False
     return any(isinstance(n, ast.FunctionDef) and n.name == "module_fn" for n in tree.body)

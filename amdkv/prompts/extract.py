@@ -33,6 +33,8 @@ import dataclasses
 import re
 from typing import Literal
 
+from amdkv.source_ast import parse as parse_source
+
 # The closed set of extraction reasons (a reply either gives `ok` or exactly one of the others).
 OK = "ok"
 EMPTY = "empty"                  # no answer text at all (blank reply, or only reasoning)
@@ -144,7 +146,7 @@ def _dedent(lines: list[str], indent: int) -> str:
 
 def _parses(code: str) -> ast.Module | None:
     try:
-        return ast.parse(code)
+        return parse_source(code)
     except (SyntaxError, ValueError):
         return None
 

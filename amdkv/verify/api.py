@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
+import logging
 import os
 import shutil
 import tempfile
@@ -41,6 +42,22 @@ from amdkv.verify.verdict_cache import VerdictCache, verdict_key, verifier_ident
 TaskArg = Any          # a `amdkv.tasks.types.Task` or the path of a task file
 CandidateArg = Any     # a `Candidate` or the path of a candidate file
 OnResult = Callable[[Any, Any, Verdict], None]
+
+# Every infra_error a local verifier hands out is logged here (WARNING): the verdict goes to a
+# caller that may only count it, and a harness failure on a loaded machine is otherwise seen by
+# nobody who could find its cause. The test suite writes these records to a file it prints at
+# the end (tests/conftest.py).
+log = logging.getLogger("amdkv.verify")
+
+
+def log_infra_error(fut: "Future[Verdict]") -> None:
+    """Done-callback: log the verdict when it is an infra_error (reason, task, diagnostics' tail)."""
+    if fut.cancelled() or fut.exception() is not None:
+        return
+    v = fut.result()
+    if v.status == INFRA_ERROR:
+        log.warning("infra_error (%s) for task %s on %s: %s", v.reason, v.task_id, v.platform,
+                    (v.diagnostics or "")[-2000:])
 
 
 class BaseVerifier(abc.ABC):
@@ -180,14 +197,18 @@ class LocalVerifier(BaseVerifier):
             mine.set_result(hit)
             return mine
         if not self.config.verdict_cache:  # no sharing of in-flight work either: always run
-            return self._launch(prepared, deadline, inline)
+            run = self._launch(prepared, deadline, inline)
+            run.add_done_callback(log_infra_error)
+            return run
         with self._inflight_lock:
             waiters = self._inflight.get(prepared.key)
             if waiters is not None:  # the same verification is running: share its verdict
                 waiters.append(mine)
                 return mine
             self._inflight[prepared.key] = [mine]
-        self._launch(prepared, deadline, inline).add_done_callback(lambda f: self._settle(prepared, f))
+        run = self._launch(prepared, deadline, inline)
+        run.add_done_callback(log_infra_error)
+        run.add_done_callback(lambda f: self._settle(prepared, f))
         return mine
 
     def _launch(self, prepared: Prepared, deadline: float | None, inline: bool) -> "Future[Verdict]":

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Mapping
 
-from amdkv.source_ast import module_bindings
+from amdkv.source_ast import module_bindings, parse as parse_source
 from amdkv.verify.static_checks import Finding, _dotted, torch_compute_name
 
 PROGRAM_KEY = "candidate_program"
@@ -58,7 +58,7 @@ def candidate_part(spec: Mapping[str, Any], source: str) -> str:
     if cut is not None:
         lines = lines[:cut]
     try:
-        tree = ast.parse("\n".join(lines))
+        tree = parse_source("\n".join(lines))
     except SyntaxError:
         return source
     for node in tree.body:
@@ -97,7 +97,7 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
 
 def program_findings(spec: Mapping[str, Any], candidate_source: str) -> list[Finding]:
     """Findings specific to programs (the candidate's source must parse; callers check that first)."""
-    tree = ast.parse(candidate_source)
+    tree = parse_source(candidate_source)
     own = module_bindings(tree)
     test_only = set(spec.get("test_names", ())) - own
     findings: list[Finding] = []

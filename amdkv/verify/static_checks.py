@@ -13,6 +13,7 @@ import dataclasses
 from functools import lru_cache
 
 from amdkv.source_ast import mentions  # noqa: F401  (verifier.py calls static_checks.mentions)
+from amdkv.source_ast import parse as parse_source
 
 # Modules a candidate may import (prefix match on dotted names). Everything else is refused:
 # process/network/file/introspection modules are how a candidate escapes the harness.
@@ -135,7 +136,7 @@ def interpreter_internal_names() -> frozenset[str]:
     if spec is None or not spec.origin:
         return frozenset(names)
     try:
-        tree = ast.parse((Path(spec.origin).parent / "runtime" / "interpreter.py").read_text())
+        tree = parse_source((Path(spec.origin).parent / "runtime" / "interpreter.py").read_text())
     except (OSError, SyntaxError):
         return frozenset(names)
     package = ["triton", "runtime"]
@@ -585,7 +586,7 @@ def check_source(source: str, *, language: str = "triton", filename: str = "<can
     `extra_imports`: modules this task allows beyond ALLOWED_IMPORT_ROOTS (a benchmark whose own
     kernel files import them, verify/program.py)."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse_source(source, filename=filename)
     except SyntaxError as exc:
         return [Finding(SYNTAX_ERROR, exc.lineno or 0, f"syntax error: {exc.msg}")]
     checker = _Checker(language, frozenset(extra_imports))
@@ -613,7 +614,7 @@ def _hip_extension_names(tree: ast.AST) -> set[str]:
 
 def has_model_new(source: str) -> bool:
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError:
         return False
     return any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
@@ -622,7 +623,7 @@ def has_model_new(source: str) -> bool:
 def forward_parameters(source: str, class_name: str) -> list[str] | None:
     """Positional parameter names of `class_name.forward` (without self), or None if absent."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError:
         return None
     for n in tree.body:

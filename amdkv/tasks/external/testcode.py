@@ -24,7 +24,7 @@ import ast
 import builtins
 import dataclasses
 
-from amdkv.source_ast import module_bindings
+from amdkv.source_ast import module_bindings, parse as parse_source
 
 DEVICE_NAME = "_amdkv_device"
 SYNC_NAME = "_amdkv_synchronize"
@@ -106,7 +106,7 @@ def _parametrized_names(fn: ast.FunctionDef) -> set[str]:
 
 def analyse(test_source: str, style: str) -> TestCodeInfo:
     """`style`: "tritonbench" (tests called at import) or "pytest" (GEAK-eval's ROCm files)."""
-    tree = ast.parse(test_source)
+    tree = parse_source(test_source)
     defs = _test_defs(tree)
     unsupported: tuple[str, str] | None = None
     if style == "tritonbench":
@@ -186,7 +186,7 @@ class _DeviceToVerified(ast.NodeTransformer):
 
 def transform(test_source: str, style: str, stub_modules: tuple[str, ...] = ("geak_eval",)) -> str:
     """The test code as amdkv runs it (see the module docstring)."""
-    tree = ast.parse(test_source)
+    tree = parse_source(test_source)
     body: list[ast.stmt] = []
     for node in tree.body:
         if _is_main_guard(node):

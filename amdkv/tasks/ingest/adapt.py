@@ -18,6 +18,7 @@ import pprint
 import re
 from typing import Any
 
+from amdkv.source_ast import parse as parse_source
 from amdkv.tasks.ingest.sources import KERNELBOOK, SourceRow
 
 ADAPTER_HEADER = "# ---- amdkv task-format adapter (added by `amdkv tasks ingest`; the code above is the corpus row) ----"
@@ -59,7 +60,7 @@ def static_problem(row: SourceRow) -> tuple[str, str] | None:
     if not row.code.strip():
         return EMPTY_CODE, "the row's code is empty"
     try:
-        tree = ast.parse(row.code)
+        tree = parse_source(row.code)
     except SyntaxError as exc:
         return SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}"
     classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}

@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from amdkv.source_ast import parse as parse_source
 from amdkv.verify.amd.triton_aot import compile_capture_for_arch
 from amdkv.verify.amd.triton_capture import capture_key
 from amdkv.verify.verdict import ArchResources
@@ -47,7 +48,7 @@ def _nested_kernel(module, capture: dict):
     file = capture.get("file")
     src = Path(file).read_text()
     name = capture["kernel"]
-    for node in ast.walk(ast.parse(src)):
+    for node in ast.walk(parse_source(src)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             lines = src.splitlines(keepends=True)[start - 1:node.end_lineno]
