@@ -13,6 +13,7 @@
 #   fid   timing fidelity against the profiler, 14 kernels (benchmarks/timing_fidelity.py)
 #   tp    Triton throughput, cold + warm on GPU 0, + two-GPU phase when 2 GPUs are visible
 #   hip   every HIP reference solution + the broken HIP set, cold + warm (benchmarks/hip_gpu_check.py)
+#   hiplean  the same with the lean build scheme tried first (AMDKV_HIP_LEAN_BUILD=1; docs/hip.md)
 #   learn the training stack learns: SFT then GRPO on procedural tasks (benchmarks/learning_run.py)
 #   tthr  SFT tokens/s against plain TRL, RL step split (benchmarks/train_throughput.py)
 #   dry   the 8B configs' memory dry run (benchmarks/train_dryrun.py)
@@ -78,10 +79,11 @@ for step in $STEPS; do
     tp)
       run_step tp "${TP_S:-420}" python3 benchmarks/throughput.py --out "$OUT/tp" --gpus "$NGPU" ${TP_FLAGS:-}
       grep -E "^\| (cold|warm)|scaling|Steady" "$OUT/tp/throughput.md" >> "$SUMMARY" 2>/dev/null ;;
-    hip)
-      run_step hip "${HIP_S:-420}" python3 benchmarks/hip_gpu_check.py --out "$OUT/hip" \
+    hip|hiplean)  # hiplean: the same with the lean build scheme first (AMDKV_HIP_LEAN_BUILD=1)
+      AMDKV_HIP_LEAN_BUILD=$([ "$step" = hiplean ] && echo 1 || echo 0) \
+        run_step "$step" "${HIP_S:-420}" python3 benchmarks/hip_gpu_check.py --out "$OUT/$step" \
         --budget-s "$(( ${HIP_S:-420} - 60 ))" ${HIP_FLAGS:-}
-      grep -E "statuses as expected|^throughput" "$OUT/hip/log.txt" >> "$SUMMARY" 2>/dev/null ;;
+      grep -E "statuses as expected|^throughput|^schemes" "$OUT/$step/log.txt" >> "$SUMMARY" 2>/dev/null ;;
     learn)
       run_step_tail learn "${LEARN_S:-560}" 12 python3 benchmarks/learning_run.py --out "$OUT/learn" \
         --budget-s "$(( ${LEARN_S:-560} - 30 ))" ${LEARN_FLAGS:-} ;;
@@ -104,7 +106,7 @@ for step in $STEPS; do
         --budget-s "$(( ${GEN_S:-400} - 120 ))" ${GEN_FLAGS:-} ;;
     gs)
       run_step_tail gs "${GS_S:-240}" 10 python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-} ;;
-    *) echo "unknown step $step (refs adv fid tp hip learn tthr dry proc serve fault ext gen gs)" | tee -a "$SUMMARY"; continue ;;
+    *) echo "unknown step $step (refs adv fid tp hip hiplean learn tthr dry proc serve fault ext gen gs)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) stay behind: they are large and not results
   tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' -czf "$OUT/$step.tgz" "$step" \

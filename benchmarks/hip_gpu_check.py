@@ -14,6 +14,7 @@ candidates not started before the budget runs out are recorded as `skipped`.
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import json
 import os
@@ -167,11 +168,17 @@ def main() -> int:
            "warm_status_changes": sorted(r["candidate"] for r in done_warm
                                          if r.get("status") != next((c.get("status") for c in done_cold
                                                                      if c["candidate"] == r["candidate"]), None))}
+    schemes = collections.Counter(s for r in done_cold for s in ((r.get("env") or {}).get("hip_build") or {})
+                                  .get("scheme", []) if s)
+    thr["schemes_cold"] = dict(schemes)
+    thr["lean_build"] = os.environ.get("AMDKV_HIP_LEAN_BUILD", "0") not in ("", "0")
     (out / "throughput.json").write_text(json.dumps(thr, indent=1))
     print(table(cold_rows))
     print(f"\nthroughput ({args.jobs} jobs): cold {thr['cold']['per_minute']} candidates/min "
           f"({len(done_cold)} in {cold_s:.0f} s), warm {thr['warm']['per_minute']} candidates/min "
           f"({len(done_warm)} in {warm_s:.0f} s)")
+    print(f"schemes (cold builds, lean build {'on' if thr['lean_build'] else 'off'}): "
+          + (", ".join(f"{k} {v}" for k, v in schemes.most_common()) or "none"))
     shutil.rmtree(cache, ignore_errors=True)
     return 0
 

@@ -55,6 +55,13 @@ from amdkv.errors import BadInputError
 U_SAMPLE, U_TURN, U_TRAJECTORY, U_QA = "sample", "turn", "trajectory", "qa"
 
 
+def _duplicate_label(kept: "Unit") -> str:
+    """The report's label for units removed as duplicates of `kept`: samples and trajectory turns
+    share one scope (a kernel of a task, however it was generated), trajectories and QA pairs their own."""
+    return {U_SAMPLE: "kernel of the same task", U_TURN: "kernel of the same task",
+            U_TRAJECTORY: "trajectory of the same task", U_QA: "qa pair"}[kept.kind]
+
+
 @dataclasses.dataclass(slots=True)
 class Unit:
     kind: str
@@ -602,7 +609,7 @@ class Builder:
         for members in groups.values():
             if len(members) > 1:
                 members.sort(key=Unit.rank)
-                self._remove(members[1:], "exact duplicates", members[0].kind if members[0].kind != U_TURN else U_SAMPLE)
+                self._remove(members[1:], "exact duplicates", _duplicate_label(members[0]))
         near_units = [i for i, u in enumerate(self.units)
                       if u.removed is None and u.kind in (U_SAMPLE, U_TURN, U_QA) and i in self.signatures]
         index = NeighbourIndex(_signer(), self.policy.near_threshold)
@@ -624,7 +631,7 @@ class Builder:
         for group in cluster_indices(len(near_units), [(positions[i], positions[j]) for i, j in same]):
             if len(group) > 1:
                 members = sorted((self.units[near_units[k]] for k in group), key=Unit.rank)
-                self._remove(members[1:], "near duplicates", "qa" if members[0].kind == U_QA else U_SAMPLE)
+                self._remove(members[1:], "near duplicates", _duplicate_label(members[0]))
         return cross
 
     def _pairs(self) -> list[PairRef]:

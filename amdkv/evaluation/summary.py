@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amdkv.evaluation.format import fmt_ci, fmt_value, metric_names, not_reportable_reason
+from amdkv.evaluation.format import fmt_ci, fmt_value, metric_names, not_reportable_reason, plural
 
 
 def print_summary(outcome: Any, console: Any = None) -> None:
@@ -14,8 +14,8 @@ def print_summary(outcome: Any, console: Any = None) -> None:
     console = console or Console(stderr=False)
     m = outcome.metrics
     platform = m.get("platform")
-    table = Table(title=f"amdkv eval {m.get('suite')}: {m.get('n_tasks')} tasks, {m.get('n_samples')} samples "
-                        f"— platform {platform}")
+    table = Table(title=f"amdkv eval {m.get('suite')}: {plural(m.get('n_tasks') or 0, 'task')}, "
+                        f"{plural(m.get('n_samples') or 0, 'sample')} — platform {platform}")
     for col in ("metric", "value", "95% CI", "n", "aggregation"):
         table.add_column(col)
     for name in metric_names(m):

@@ -11,7 +11,11 @@ Two build schemes (docs/hip.md, "Build speed"):
   binding and host-only units through the host C++ compiler with a precompiled `<torch/extension.h>`
   (hip_pch). nvcc on torch's full header plus pybind11's templates is most of a cold build (75 s ->
   ~30 s on a 2-core machine). Whatever the split cannot build is rebuilt with `full`, so it never costs
-  a candidate its build.
+  a candidate its build;
+- `lean` (cuda, only with `VerifierConfig.hip_lean_build`, before split): kernels in an nvcc unit
+  without torch, their launchers (rewritten to cudaLaunchKernel) and the binding in one host unit
+  with the precompiled header; hip_units.lean_parts says what it refuses. Compiled and symbol-checked
+  here; not yet run on a GPU, hence off by default.
 
 Each compiler call runs in its own process group with a timeout (sandbox.run_process).
 """
@@ -55,6 +59,15 @@ def _nm_symbols(obj: Path, *options: str) -> set[str]:
     return out
 
 
+def names_function(symbol: str, name: str) -> bool:
+    """True when the demangled `symbol` is the candidate's function `name`: plain (`f(int)`), in a
+    namespace of its own (`ns::f(int)`; not torch's or the standard library's: a bound `relu` must not
+    match the `at::relu` the binding calls) or a template specialisation, whose demangled form starts
+    with its return type (`void k<float, 4>(float*)`)."""
+    return symbol == name or re.match(rf"^(?:\S+\s+)?(?:(?!(?:at|c10|torch|std|pybind11)::)[\w:]+::)?"
+                                      rf"{re.escape(name)}(?:<.*>)?\(", symbol) is not None
+
+
 def unresolved_bindings(binding_obj: Path, other_objs: list[Path], names: Iterable[str]) -> list[str]:
     """Bound functions the binding object refers to that no other object defines (exported).
 
@@ -62,8 +75,7 @@ def unresolved_bindings(binding_obj: Path, other_objs: list[Path], names: Iterab
     (an `inline`/`static` definition, another overload) would only fail when the sandbox imports the
     module; found here instead, so the build falls back to the full scheme."""
     names = list(names)
-    wanted = {s for s in _nm_symbols(binding_obj, "--undefined-only")
-              if any(s == n or s.startswith(n + "(") for n in names)}
+    wanted = {s for s in _nm_symbols(binding_obj, "--undefined-only") if any(names_function(s, n) for n in names)}
     defined: set[str] = set()
     for o in other_objs:
         defined |= _nm_symbols(o, "--defined-only", "--extern-only")
@@ -127,7 +139,7 @@ class BuildResult:
     toolchain: str
     key: str
     timed_out: bool = False
-    scheme: str = "full"      # "split" | "full" (see the module docstring)
+    scheme: str = "full"      # "lean" | "split" | "full" (see the module docstring)
     fallback_reason: str | None = None  # why the split scheme was not used, when it was tried
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,39 +216,51 @@ def _build_units(units: list[Unit], scheme: str, tc: BuildToolchain, name: str, 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _split_or_reason(capture: dict[str, Any], tc: BuildToolchain) -> tuple[list[Unit] | None, str | None]:
-    if tc.platform != "cuda":
-        return None, None
+def _scheme_units(capture: dict[str, Any], platform: str, scheme: str) -> tuple[list[Unit] | None, str | None]:
+    """(units, None), or (None, why the scheme cannot be set up for this call)."""
     try:
-        return extension_units(capture, tc.platform, "split"), None
+        return extension_units(capture, platform, scheme), None
     except SplitUnavailable as exc:
         return None, str(exc)
 
 
+def schemes_for(platform: str, lean: bool = False) -> tuple[str, ...]:
+    """The build schemes tried in order; the last one's result is the answer. rocm: full only;
+    cuda: split then full, with `lean` first when asked for (VerifierConfig.hip_lean_build)."""
+    if platform != "cuda":
+        return ("full",)
+    return ("lean", "split", "full") if lean else ("split", "full")
+
+
 def build_capture(capture: dict[str, Any], tc: BuildToolchain, *, cache_dir: Path | None = None,
-                  timeout: float = 600.0, jobs: int = 2) -> BuildResult:
+                  timeout: float = 600.0, jobs: int = 2, lean: bool = False) -> BuildResult:
     """Build one captured call; never raises for a bad source (the error is in the result).
 
-    cuda: the split scheme first; if it cannot be set up or fails to compile or link, the full scheme,
-    whose result (and error) is the answer. A failed split is cached like any result, so a repeat
-    goes straight to the full scheme's entry. rocm: the full scheme only."""
+    Each scheme of `schemes_for` in turn: one that cannot be set up, or fails to compile, link or
+    pass the symbol check, passes the call to the next; the full scheme's result (and error) is the
+    answer. A failed scheme is cached like any result, so a repeat goes straight to the next one's
+    entry. A timeout is the answer at once (the next scheme would be slower). `fallback_reason`
+    says why each earlier scheme was not used."""
     t0 = time.monotonic()
     name = str(capture.get("name", "ext"))
     cache = cache_dir or build_cache_dir()
-    try:
-        full = extension_units(capture, tc.platform)
-        split, reason = _split_or_reason(capture, tc)
-    except ValueError as exc:
-        return BuildResult(name, False, None, None, str(exc), 0.0, False, tc.identity, "")
     kw: dict[str, Any] = {"timeout": timeout, "jobs": jobs, "t0": t0}
-    if split is not None:
-        res = _cached(cache, build_key(split, tc), name, t0) or _build_units(split, "split", tc, name, cache, **kw)
-        if res.ok or res.timed_out:
+    reasons: list[str] = []
+    schemes = schemes_for(tc.platform, lean)
+    for scheme in schemes:
+        try:
+            units, why = _scheme_units(capture, tc.platform, scheme)
+        except ValueError as exc:
+            return BuildResult(name, False, None, None, str(exc), 0.0, False, tc.identity, "")
+        if units is None:
+            reasons.append(f"{scheme}: {why}")
+            continue
+        res = _cached(cache, build_key(units, tc), name, t0) or _build_units(units, scheme, tc, name, cache, **kw)
+        if res.ok or res.timed_out or scheme == schemes[-1]:
+            res.fallback_reason = _trim("; ".join(reasons), MAX_FALLBACK_REASON_CHARS) if reasons else None
             return res
-        reason = _trim(f"split build failed: {res.error}", MAX_FALLBACK_REASON_CHARS)
-    res = _cached(cache, build_key(full, tc), name, t0) or _build_units(full, "full", tc, name, cache, **kw)
-    res.fallback_reason = reason
-    return res
+        reasons.append(f"{scheme} build failed: {res.error}")
+    raise AssertionError("the last scheme (full) always answers")
 
 
 def build_captures(captures: list[dict[str, Any]], tc: BuildToolchain, **kw: Any) -> list[BuildResult]:
@@ -250,17 +274,18 @@ def compile_only(capture: dict[str, Any], tc: BuildToolchain, *, timeout: float 
     """Compile (no link) every unit of one captured call: [(unit name, error or None)].
 
     For machines without a GPU runtime to link against (CI): checks that the compat layer and
-    the candidate's sources go through nvcc for the target arch. `scheme`: "split", "full", or
-    "auto" (as build_capture: split on cuda, the full scheme when the split cannot be set up or
-    fails); the unit names tell which (`binding.cpp`/`main.cpp` exist only in the split)."""
-    schemes = (["split", "full"] if tc.platform == "cuda" else ["full"]) if scheme == "auto" else [scheme]
+    the candidate's sources go through nvcc for the target arch. `scheme`: "lean", "split", "full",
+    or "auto" (as build_capture with its default schemes: split on cuda, the full scheme when the
+    split cannot be set up or fails); the unit names tell which (`binding.cpp`/`main.cpp` exist only
+    in the split, `*_kernels.cu` only in the lean scheme)."""
+    schemes = list(schemes_for(tc.platform)) if scheme == "auto" else [scheme]
     extra = [f"-I{os.path.abspath(d)}" for d in extra_includes]  # units compile in a temp dir
     out: list[tuple[str, str | None]] = []
     for s in schemes:
         try:
             units = extension_units(capture, tc.platform, s)
         except SplitUnavailable as exc:
-            out = [("[split]", str(exc))]
+            out = [(f"[{s}]", str(exc))]
             continue
         with tempfile.TemporaryDirectory(prefix="amdkv-hipco-") as tmp:
             out, _ = compile_units(units, tc, Path(tmp), "amdkv_hip_compile_only", timeout=timeout, jobs=jobs,

@@ -107,65 +107,101 @@ def _mask_comments_strings(src: str) -> str:
     return "".join(out)
 
 
-def device_only_source(src: str) -> tuple[str, int]:
-    """(source with torch-using host code blanked out, number of pieces removed)."""
-    src = TORCH_INCLUDE.sub(lambda m: _blank(m.group(0)), src)
-    masked = _mask_comments_strings(src)
-    # preprocessor lines are their own items
-    masked = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: "\x00" * len(m.group(0)), masked, flags=re.M)
-    out = list(src)
-    removed = 0
-    depth_scopes: list[bool] = []  # True for transparent scopes (namespace / extern "C")
-    item_start = 0
-    i, n = 0, len(masked)
+PREPROCESSOR = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
+SCOPE_HEADER = re.compile(r"\s*(namespace\b[^{]*|extern\s*)$")
+
+
+@dataclasses.dataclass
+class TopItem:
+    """One namespace-scope item of a C++/HIP source (namespace and `extern "C"` blocks are entered,
+    their items listed as if at file scope; preprocessor lines are not items).
+
+    `kind`: "decl" (ends with `;`) or "block" (a braced definition: function, type, module, ...).
+    `start`/`end`: its span in the source, a block's trailing `;` included. `header`: the masked text
+    before its `{` (a block) or the whole masked declaration. `body`: a block's masked `{...}`."""
+
+    kind: str
+    start: int
+    end: int
+    header: str
+    body: str = ""
+    body_start: int = 0   # index of a block's `{`
+
+    @property
+    def is_device(self) -> bool:
+        return "__global__" in self.header or "__device__" in self.header
+
+    @property
+    def is_type(self) -> bool:
+        return self.kind == "block" and re.search(r"\b(struct|class|union|enum)\b[^(]*$", self.header) is not None
+
+    @property
+    def is_module(self) -> bool:
+        return re.search(r"\b(PYBIND11_MODULE|TORCH_LIBRARY\w*)\b", self.header) is not None
+
+    @property
+    def is_function(self) -> bool:
+        return self.kind == "block" and "(" in self.header and not self.is_type
+
+    @property
+    def uses_torch(self) -> bool:
+        return bool(TORCH_WORDS.search(self.header) or TORCH_WORDS.search(self.body))
+
+
+def masked_source(src: str) -> str:
+    """Same length as `src`: comments and literals blanked, preprocessor lines turned into NUL."""
+    return PREPROCESSOR.sub(lambda m: "\x00" * len(m.group(0)), _mask_comments_strings(src))
+
+
+def top_level_items(src: str) -> list[TopItem]:
+    """The namespace-scope items of `src`, in order (see TopItem)."""
+    masked = masked_source(src)
+    items: list[TopItem] = []
+    item_start, i, n = 0, 0, len(masked)
     while i < n:
         c = masked[i]
         if c == "\x00":
             item_start = i + 1
-        elif c == ";" and not any(not t for t in depth_scopes):
-            decl = masked[item_start:i + 1]
-            if TORCH_WORDS.search(decl) and "__global__" not in decl and "__device__" not in decl:
-                for k in range(item_start, i + 1):
-                    if out[k] != "\n":
-                        out[k] = " "
-                removed += 1
+        elif c == ";":
+            items.append(TopItem("decl", item_start, i + 1, masked[item_start:i + 1]))
             item_start = i + 1
         elif c == "{":
-            if any(not t for t in depth_scopes):
-                depth_scopes.append(False)
+            header = masked[item_start:i]
+            if SCOPE_HEADER.match(header):  # namespace / extern "C": its items are listed too
+                item_start = i + 1
             else:
-                header = masked[item_start:i]
-                if re.match(r"\s*(namespace\b[^{]*|extern\s*)$", header) or re.match(r'\s*extern\s*$', header):
-                    depth_scopes.append(True)
-                    item_start = i + 1
-                else:
-                    # find the matching brace of this top-level item
-                    d, j = 1, i + 1
-                    while j < n and d:
-                        d += {"{": 1, "}": -1}.get(masked[j], 0)
-                        j += 1
-                    body = masked[i:j]
-                    is_device = "__global__" in header or "__device__" in header
-                    is_type = re.search(r"\b(struct|class|union|enum)\b[^(]*$", header) is not None
-                    is_module = re.search(r"\b(PYBIND11_MODULE|TORCH_LIBRARY\w*)\b", header) is not None
-                    uses_torch = TORCH_WORDS.search(header) or TORCH_WORDS.search(body)
-                    if is_module or (not is_device and not is_type and "(" in header and uses_torch):
-                        # also swallow a trailing ';' after the body
-                        end = j + 1 if j < n and masked[j] == ";" else j
-                        for k in range(item_start, end):
-                            if out[k] != "\n":
-                                out[k] = " "
-                        removed += 1
-                        j = end
-                    i = j
-                    item_start = j
-                    continue
-        elif c == "}":
-            if depth_scopes:
-                depth_scopes.pop()
+                d, j = 1, i + 1
+                while j < n and d:
+                    d += {"{": 1, "}": -1}.get(masked[j], 0)
+                    j += 1
+                end = j + 1 if j < n and masked[j] == ";" else j
+                items.append(TopItem("block", item_start, end, header, masked[i:j], i))
+                i = item_start = end
+                continue
+        elif c == "}":  # the end of an entered namespace / extern block
             item_start = i + 1
         i += 1
-    return "".join(out), removed
+    return items
+
+
+def blank_spans(src: str, spans: list[tuple[int, int]]) -> str:
+    """`src` with each [start, end) span blanked (newlines kept, so line numbers still match)."""
+    out = list(src)
+    for a, b in spans:
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+    return "".join(out)
+
+
+def device_only_source(src: str) -> tuple[str, int]:
+    """(source with torch-using host code blanked out, number of pieces removed)."""
+    src = TORCH_INCLUDE.sub(lambda m: _blank(m.group(0)), src)
+    spans = [(it.start, it.end) for it in top_level_items(src)
+             if (it.kind == "decl" and TORCH_WORDS.search(it.header) and not it.is_device)
+             or (it.kind == "block" and (it.is_module or (not it.is_device and not it.is_type
+                                                          and "(" in it.header and it.uses_torch)))]
+    return blank_spans(src, spans), len(spans)
 
 
 def global_kernel_names(src: str) -> set[str]:

@@ -1,19 +1,21 @@
 """Turn one captured `load_inline`/`load` call into the compilation units of a build scheme.
 
 Pure text work, no compiler: the units' sources (headers, the generated `PYBIND11_MODULE`, launches
-routed to torch's current stream), which unit goes to which compiler, and for the split scheme the
+routed to torch's current stream), which unit goes to which compiler, for the split scheme the
 forward declarations of the bound functions that let the binding unit compile apart from the device
-code. Kept apart from compiling (hip_build) so it can be tested, and reasoned about, without nvcc.
+code, and for the lean scheme the torch-free device part and the host part of each source. Kept apart from compiling (hip_build) so it can be tested, and reasoned about, without nvcc.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from amdkv.verify.backends.hip_sources import _mask_comments_strings, safe_flags
+from amdkv.verify.backends.hip_sources import (TORCH_INCLUDE, TORCH_WORDS, _blank, _mask_comments_strings, blank_spans,
+                                               global_kernel_names, is_template_kernel, safe_flags, top_level_items)
 
 PYBIND_MODULE = re.compile(r"\bPYBIND11_MODULE\s*\(\s*(\w+)")
 DEVICE_CODE = re.compile(r"__global__|__device__|hipLaunchKernelGGL|<<<")
@@ -103,8 +105,10 @@ class Unit:
     name: str       # file name inside the build dir
     text: str
     flags: list[str]
-    kind: str = "device"            # "device": nvcc/hipcc | "host": the host C++ compiler (split scheme)
-    binds: tuple[str, ...] = ()     # bound functions this unit only declares (checked after compiling)
+    kind: str = "device"            # "device": nvcc/hipcc | "host": the host C++ compiler (split, lean)
+    # functions this unit only declares and another unit defines (the split's bound functions, the lean
+    # scheme's kernels): after compiling, each must be exported by another object (hip_build)
+    binds: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------------ declarations
@@ -175,6 +179,197 @@ def bound_function_declarations(functions: Any, sources: Iterable[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+# ------------------------------------------------------------------------------------ lean scheme
+# The host side of a launch in a host-compiler unit. `k<<<g, b, s, st>>>(args)` is rewritten to
+# `amdkv_launch(k, g, b, s, st)(args)`: each argument is converted to the kernel's parameter type by
+# copy-initialisation (what the `<<<>>>` call does), and the kernel is launched with cudaLaunchKernel
+# on the host stub nvcc emitted for it in the device unit (the address CUDA registers the kernel
+# under). hipLaunchKernelGGL expands to the same. Not part of the PCH: it follows it.
+LEAN_LAUNCH = r"""
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
+#include <cstddef>
+#include <tuple>
+#include <utility>
+namespace amdkv_lean {
+template <class T> T pass(T v) { return v; }
+template <class... P> struct Launch {
+  void (*kernel)(P...);
+  dim3 grid, block;
+  size_t shmem;
+  cudaStream_t stream;
+  template <class... A> void operator()(A&&... a) const {
+    static_assert(sizeof...(A) == sizeof...(P), "amdkv lean build: a launch with another number of arguments");
+    call(std::index_sequence_for<P...>{}, std::forward<A>(a)...);
+  }
+  template <std::size_t... I, class... A> void call(std::index_sequence<I...>, A&&... a) const {
+    std::tuple<P...> values(pass<P>(std::forward<A>(a))...);
+    void* args[] = {(void*)&std::get<I>(values)..., nullptr};
+    cudaLaunchKernel((const void*)kernel, grid, block, args, shmem, stream);
+  }
+};
+template <class... P> Launch<P...> launch(void (*k)(P...), dim3 g, dim3 b, size_t s, cudaStream_t st) {
+  return Launch<P...>{k, g, b, s, st};
+}
+}  // namespace amdkv_lean
+#undef hipLaunchKernelGGL
+#define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) \
+  amdkv_lean::launch(kernel, (grid), (block), (shmem), amdkv_hip_stream(stream))(__VA_ARGS__)
+"""
+# the device unit launches nothing: torch's current stream (c10 headers) is not needed there
+LEAN_DEVICE_FLAGS = ["-UAMDKV_HIP_TORCH_STREAM"]
+DEVICE_VARIABLE = re.compile(r"\b(__constant__|__managed__)\b")
+INLINE_WORDS = re.compile(r"\b(inline|__inline__|__forceinline__|static|constexpr|template)\b")
+
+
+def _callee_start(code: str, end: int) -> int | None:
+    """Start of the kernel expression that ends at `end` (exclusive) before a `<<<`: a possibly
+    qualified name, with template arguments (`k`, `ns::k`, `k<float, 4>`); None for anything else."""
+    i = end
+    while i > 0 and code[i - 1].isspace():
+        i -= 1
+    if i > 0 and code[i - 1] == ">":  # template arguments: back to the matching '<'
+        depth, i = 0, i - 1
+        while i >= 0:
+            depth += {">": 1, "<": -1}.get(code[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        if i < 0:
+            return None
+    m = re.search(r"(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*\s*$", code[:i])
+    return m.start() if m else None
+
+
+def _rewrite_ggl(text: str, kernel_expr: Callable[[str], str]) -> str:
+    """`hipLaunchKernelGGL(K, g, b, s, st, args...)` -> `amdkv_lean::launch(kernel_expr(K), (g), (b), (s),
+    amdkv_hip_stream(st))(args...)`, K unwrapped from `HIP_KERNEL_NAME(...)` (a template-id's commas
+    need it). A call the scan cannot take apart is left to the macro LEAN_LAUNCH defines."""
+    code = _mask_comments_strings(text)
+    out, pos = [], 0
+    for m in re.finditer(r"\bhipLaunchKernelGGL\s*\(", code):
+        close = _matching_paren(code, m.end() - 1)
+        if m.start() < pos or close is None:
+            continue
+        args = _split_top_level(text[m.end():close])
+        if len(args) < 5:
+            continue
+        kernel = args[0].strip()
+        wrapped = re.fullmatch(r"HIP_KERNEL_NAME\s*\((.*)\)", kernel, re.S)
+        callee = " ".join((wrapped.group(1) if wrapped else kernel).split())
+        g, b, shm, st = (a.strip() for a in args[1:5])
+        out += [text[pos:m.start()], f"amdkv_lean::launch({kernel_expr(callee)}, ({g}), ({b}), ({shm}), "
+                                     f"amdkv_hip_stream({st}))({','.join(args[5:])})"]
+        pos = close + 1
+    return "".join(out) + text[pos:]
+
+
+def rewrite_launches(text: str, kernel_expr: Callable[[str], str] = lambda callee: callee) -> tuple[str, list[str]]:
+    """`k<<<g, b, s, st>>>(` -> `amdkv_lean::launch(K, g, b, s, st)(` and `hipLaunchKernelGGL(k, g, b,
+    s, st, ...)` likewise, for every launch in `text` (comments and literals skipped), K =
+    `kernel_expr(k)`; returns the text and the `<<<>>>` callees as written. Raises SplitUnavailable
+    for a launch whose kernel is not a name or a template-id."""
+    text = _rewrite_ggl(text, kernel_expr)
+    code = _mask_comments_strings(text)
+    out, callees, pos = [], [], 0
+    for m in re.finditer(r"<<<(.*?)>>>\s*\(", code, re.S):
+        start = _callee_start(code, m.start())
+        if start is None or start < pos:
+            raise SplitUnavailable("a kernel launch the rewrite does not recognise (the kernel is an expression)")
+        callee = " ".join(text[start:m.start()].split())
+        callees.append(callee)
+        out += [text[pos:start], f"amdkv_lean::launch({kernel_expr(callee)}, {text[m.start(1):m.end(1)]})("]
+        pos = m.end()
+    return "".join(out) + text[pos:], callees
+
+
+def _is_kernel(item: Any) -> bool:
+    return "__global__" in item.header
+
+
+def _device_only(item: Any) -> bool:
+    return "__device__" in item.header and "__host__" not in item.header and not _is_kernel(item)
+
+
+def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
+    """(device part, host part, names the host part needs from the device part: kernels and the
+    getters of template instantiations) of one source for the lean scheme, blanked, not cut
+    (compiler line numbers stay the candidate's; a host part that launches template kernels gains
+    one first line of getter declarations).
+
+    Device part: everything but host functions, torch includes and torch-using declarations (nvcc
+    compiles it against the CUDA runtime alone). Host part: everything but device-only functions,
+    with each kernel's body turned into `;` (its declaration) and each `<<<>>>` launch rewritten to
+    `amdkv_launch(...)(...)`; a template kernel launched as a template-id is instantiated in the
+    device part by an exported getter of its address (appended after the source), which the launch
+    calls. Raises SplitUnavailable
+    for what cannot be split soundly: device variables (host code names them by address), non-inline
+    `__host__ __device__` functions (defined in both units), device-library headers, a launch whose
+    kernel is an expression, a template kernel launched without template arguments. What it lets
+    through and does not compile (a template argument naming a torch type or a local) fails the
+    build, which then falls back to the next scheme; the symbol check catches a kernel the device
+    unit does not export."""
+    body = route_launches_to_current_stream(body)  # every launch in the 4-argument form
+    if DEVICE_HEADER.search(body):
+        raise SplitUnavailable("a device-library header (cub, thrust, rocprim, cooperative groups)")
+    code = _mask_comments_strings(body)
+    if DEVICE_VARIABLE.search(code):
+        raise SplitUnavailable("a __constant__/__managed__ variable (host code would address it)")
+    kernels = tuple(sorted(global_kernel_names(body)))
+    if not kernels:
+        raise SplitUnavailable("no __global__ kernel in a unit with device code")
+    templated = {k for k in kernels if is_template_kernel(body, k)}
+    items = top_level_items(body)
+    for it in items:
+        if it.kind == "decl" and "__device__" in it.header and "(" not in it.header:
+            raise SplitUnavailable("a __device__ variable (host code would address it)")
+        if it.is_function and "__host__" in it.header and "__device__" in it.header \
+                and not INLINE_WORDS.search(it.header):
+            raise SplitUnavailable("a non-inline __host__ __device__ function (defined in both units)")
+    device = TORCH_INCLUDE.sub(lambda m: _blank(m.group(0)), body)
+    device = blank_spans(device, [
+        (it.start, it.end) for it in items
+        if it.is_module or (it.is_function and not it.is_device)
+        or (it.kind == "decl" and TORCH_WORDS.search(it.header) and not it.is_device)])
+    host = list(body)
+    for it in items:
+        if _is_kernel(it) and it.kind == "block":  # the definition becomes a declaration
+            host[it.body_start:it.end] = list(";" + _blank(body[it.body_start + 1:it.end]))
+        elif _device_only(it):
+            host[it.start:it.end] = list(_blank(body[it.start:it.end]))
+    # A template kernel is instantiated where it is launched, and nvcc keeps the host stub of an
+    # instantiation local to its unit: the device unit instantiates each launched template-id in an
+    # exported getter of its stub's address, and the launch calls the getter, cast to the kernel's type.
+    getters: dict[str, str] = {}
+
+    def kernel_expr(callee: str) -> str:
+        if re.sub(r"<.*", "", callee).split("::")[-1].strip() not in templated:
+            return callee
+        if "<" not in callee:
+            raise SplitUnavailable(f"template kernel {callee!r} launched without its template arguments")
+        getter = "amdkv_lean_kernel_" + hashlib.sha256(callee.encode()).hexdigest()[:12]
+        getters[getter] = callee
+        return f"reinterpret_cast<decltype(&{callee})>({getter}())"
+
+    host_text, _ = rewrite_launches("".join(host), kernel_expr)
+    if getters:
+        device += "\n" + "".join(f'extern "C" void* {g}() {{ return (void*)&{c}; }}\n' for g, c in getters.items())
+        host_text = "".join(f'extern "C" void* {g}();' for g in getters) + "\n" + host_text
+    return device, host_text, kernels + tuple(getters)
+
+
+def _lean_device_unit(stem: str, body: str, flags: list[str]) -> tuple[Unit, str, tuple[str, ...]]:
+    """(the device unit, the host part, the kernel names) of one source with device code (lean)."""
+    device, host, kernels = lean_parts(body)
+    return Unit(f"{stem}_kernels.cu", HIP_PRELUDE + device, [*flags, *LEAN_DEVICE_FLAGS]), host, kernels
+
+
+def _lean_host_unit(name: str, parts: list[str], flags: list[str], kernels: tuple[str, ...], tail: str = "") -> Unit:
+    """One host unit for host parts that compile together (the launch helper once, the binding last)."""
+    return Unit(name, HOST_PRELUDE + LEAN_LAUNCH + "\n".join(parts) + tail, flags, "host", kernels)
+
+
 # ------------------------------------------------------------------------------------ units
 def _needs_device_compiler(text: str) -> bool:
     return bool(DEVICE_CODE.search(text) or DEVICE_HEADER.search(text))
@@ -189,33 +384,55 @@ def _light(body: str) -> tuple[str, str]:
     return LIGHT_HEADER, EXTENSION_INCLUDE.sub(LIGHT_HEADER.strip(), body)
 
 
-def _inline_units(capture: dict[str, Any], platform: str, split: bool) -> list[Unit]:
+def _inline_units(capture: dict[str, Any], platform: str, scheme: str) -> list[Unit]:
     ext = ".cu" if platform == "cuda" else ".hip"
     prelude = HIP_PRELUDE if platform == "cuda" else ""
     cpp = "\n".join(capture.get("cpp_sources", []))
     cuda = "\n".join(capture.get("cuda_sources", []))
     functions = capture.get("functions")
     cflags = safe_flags(capture.get("extra_cflags", []))[0]
+    cuda_flags = safe_flags(capture.get("extra_cuda_cflags", []))[0]
     units: list[Unit] = []
-    if not split:
+    if scheme == "full":
         units.append(Unit(f"main{ext}", FULL_HEADER + prelude + cpp + _binding(functions), cflags))
-    elif _needs_device_compiler(cpp):  # KernelBench style: kernels in cpp_sources; binding apart
+    elif scheme == "lean":
+        return _lean_inline_units(cpp, cuda, functions, cflags, cuda_flags)
+    elif not _needs_device_compiler(cpp):  # declarations (cuda_sources style) or host code: the binding stays with them
+        units.append(Unit("main.cpp", HOST_PRELUDE + cpp + _binding(functions), cflags, "host"))
+    else:  # split, KernelBench style: kernels and launchers with <torch/types.h>; binding apart
         header, body = _light(cpp)
         units.append(Unit("main.cu", header + prelude + body, cflags))
         if functions:
             decls = bound_function_declarations(functions, [cpp, cuda])
             units.append(Unit("binding.cpp", HOST_PRELUDE + decls + _binding(functions), cflags, "host",
                               tuple(_function_names(functions))))
-    else:  # declarations (cuda_sources style) or host code: the binding stays with them
-        units.append(Unit("main.cpp", HOST_PRELUDE + cpp + _binding(functions), cflags, "host"))
     if cuda.strip():
-        header, body = _light(cuda) if split else (LIGHT_HEADER, cuda)
-        units.append(Unit(f"cuda{ext}", header + HIP_PRELUDE + body,
-                          safe_flags(capture.get("extra_cuda_cflags", []))[0]))
+        header, body = _light(cuda) if scheme != "full" else (LIGHT_HEADER, cuda)
+        units.append(Unit(f"cuda{ext}", header + HIP_PRELUDE + body, cuda_flags))
     return units
 
 
-def _load_units(capture: dict[str, Any], platform: str, split: bool) -> list[Unit]:
+def _lean_inline_units(cpp: str, cuda: str, functions: Any, cflags: list[str], cuda_flags: list[str]) -> list[Unit]:
+    """Lean scheme of a load_inline call: a torch-free nvcc unit per source with kernels, and one host
+    unit with `cpp_sources`' host part, `cuda_sources`' host part (launchers) and the binding (one g++
+    run with the precompiled header instead of two: ~12 s each here)."""
+    units, host_parts, kernels = [], [], ()
+    for stem, body, flags in (("main", cpp, cflags), ("cuda", cuda, cuda_flags)):
+        if not body.strip():
+            continue
+        if not _needs_device_compiler(body):
+            host_parts.append(body)
+            continue
+        dev, host, names = _lean_device_unit(stem, body, flags)
+        units.append(dev)
+        host_parts.append(host)
+        kernels += names
+    if not kernels:
+        raise SplitUnavailable("no source with device code")
+    return [*units, _lean_host_unit("main.cpp", host_parts, cflags, kernels, _binding(functions))]
+
+
+def _load_units(capture: dict[str, Any], platform: str, scheme: str) -> list[Unit]:
     ext = ".cu" if platform == "cuda" else ".hip"
     prelude = HIP_PRELUDE if platform == "cuda" else ""
     units = []
@@ -225,12 +442,18 @@ def _load_units(capture: dict[str, Any], platform: str, split: bool) -> list[Uni
             raise ValueError(f"source {f.get('path')} could not be read: {f.get('error')}")
         is_dev = f.get("path", "").endswith((".cu", ".hip", ".cuh")) or _needs_device_compiler(text)
         flags = safe_flags(capture.get("extra_cuda_cflags" if is_dev else "extra_cflags", []))[0]
-        if split and not is_dev:
+        if scheme != "full" and not is_dev:
             units.append(Unit(f"src{i}.cpp", HOST_PRELUDE + text, flags, "host"))
+        elif scheme == "lean" and _needs_device_compiler(text):
+            dev, host, kernels = _lean_device_unit(f"src{i}", text, flags)
+            units += [dev, _lean_host_unit(f"src{i}.cpp", [host], flags, kernels)]
         else:  # `load` sources include torch themselves: only their torch/extension.h is lightened
-            body = _light(text)[1] if split else text
+            body = _light(text)[1] if scheme != "full" else text
             units.append(Unit(f"src{i}{ext}", prelude + body, flags))
     return units
+
+
+SCHEMES = ("full", "split", "lean")
 
 
 def extension_units(capture: dict[str, Any], platform: str, scheme: str = "full") -> list[Unit]:
@@ -240,14 +463,16 @@ def extension_units(capture: dict[str, Any], platform: str, scheme: str = "full"
     `cpp_sources` + the generated binding -> main, `cuda_sources` -> cuda. `split` (platform cuda
     only): units with device code through nvcc with `<torch/types.h>`, and the binding, with forward
     declarations of the bound functions taken from their definitions, in a host unit of its own (or
-    with `cpp_sources` when those hold no device code). Raises SplitUnavailable when the split
-    cannot be set up, ValueError for an unreadable `load` source."""
-    if scheme not in ("full", "split") or (scheme == "split" and platform != "cuda"):
+    with `cpp_sources` when those hold no device code). `lean` (platform cuda only): each source with
+    device code becomes a device unit without torch (nvcc) and a host unit with its launchers,
+    rewritten to cudaLaunchKernel, and the binding (host compiler, precompiled header); see
+    `lean_parts`. Raises SplitUnavailable when the split or lean scheme cannot be set up,
+    ValueError for an unreadable `load` source."""
+    if scheme not in SCHEMES or (scheme != "full" and platform != "cuda"):
         raise ValueError(f"no build scheme {scheme!r} for platform {platform!r}")
-    split = scheme == "split"
     if capture.get("api") == "load":
-        return _load_units(capture, platform, split)
-    units = _inline_units(capture, platform, split)
+        return _load_units(capture, platform, scheme)
+    units = _inline_units(capture, platform, scheme)
     if platform == "cuda":
         for u in units:
             u.text = route_launches_to_current_stream(u.text)
