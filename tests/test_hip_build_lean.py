@@ -89,6 +89,7 @@ def test_symbol_names(symbol: str, name: str, named: bool) -> None:
     ("__host__ __device__ float sq(float v) { return v * v; }\n__global__ void k(float* y) { y[0] = sq(y[0]); }\n",
      "non-inline __host__ __device__"),
     ("#include <cub/cub.cuh>\n__global__ void k(float* y) { y[0] = 0.f; }\n", "device-library header"),
+    ("__global__ void k(float* y) { y[0] = 0.f; }\n#ifdef __CUDACC__\nint host_path = 1;\n#endif\n", "nvcc macro"),
     ("__device__ float sq(float v) { return v * v; }\n", "no __global__ kernel"),
     ("__global__ void k(float* y) { y[0] = 0.f; }\nvoid g(float* y) { auto p = k; (p)<<<1, 1>>>(y); }\n",
      "kernel is an expression"),

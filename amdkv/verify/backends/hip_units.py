@@ -220,6 +220,9 @@ template <class... P> Launch<P...> launch(void (*k)(P...), dim3 g, dim3 b, size_
 # the device unit launches nothing: torch's current stream (c10 headers) is not needed there
 LEAN_DEVICE_FLAGS = ["-UAMDKV_HIP_TORCH_STREAM"]
 DEVICE_VARIABLE = re.compile(r"\b(__constant__|__managed__)\b")
+# macros nvcc defines for its host pass and a host compiler does not: host code that tests them could
+# take another branch when g++ compiles it, so such a source is not built lean
+NVCC_MACRO = re.compile(r"\b__(?:CUDACC|NVCC)\w*")
 INLINE_WORDS = re.compile(r"\b(inline|__inline__|__forceinline__|static|constexpr|template)\b")
 
 
@@ -304,7 +307,8 @@ def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
     `amdkv_launch(...)(...)`; a template kernel launched as a template-id is instantiated in the
     device part by an exported getter of its address (appended after the source), which the launch
     calls. Raises SplitUnavailable
-    for what cannot be split soundly: device variables (host code names them by address), non-inline
+    for what cannot be split soundly: device variables (host code names them by address), nvcc's
+    own macros (`__CUDACC__`: g++ compiles the host part and would take the other branch), non-inline
     `__host__ __device__` functions (defined in both units), device-library headers, a launch whose
     kernel is an expression, a template kernel launched without template arguments. What it lets
     through and does not compile (a template argument naming a torch type or a local) fails the
@@ -316,6 +320,9 @@ def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
     code = _mask_comments_strings(body)
     if DEVICE_VARIABLE.search(code):
         raise SplitUnavailable("a __constant__/__managed__ variable (host code would address it)")
+    if NVCC_MACRO.search(code):
+        raise SplitUnavailable("the source tests an nvcc macro (__CUDACC__/__NVCC__), which the host compiler "
+                               "of the lean host unit does not define")
     kernels = tuple(sorted(global_kernel_names(body)))
     if not kernels:
         raise SplitUnavailable("no __global__ kernel in a unit with device code")
