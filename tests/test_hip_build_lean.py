@@ -76,6 +76,7 @@ def test_template_kernels_are_instantiated_in_the_device_part() -> None:
     ("f(at::Tensor)", "f", True), ("ns::f(int)", "f", True), ("void k<float, true>(float*)", "k", True),
     ("kk(float*)", "k", False), ("void k2<float>(float*)", "k", False), ("f", "f", True),
     ("at::relu(at::Tensor const&)", "relu", False), ("std::max(int, int)", "max", False),
+    ("(anonymous namespace)::k(float*)", "k", True),
 ])
 def test_symbol_names(symbol: str, name: str, named: bool) -> None:
     assert hip_build.names_function(symbol, name) is named
@@ -91,6 +92,8 @@ def test_symbol_names(symbol: str, name: str, named: bool) -> None:
     ("#include <cub/cub.cuh>\n__global__ void k(float* y) { y[0] = 0.f; }\n", "device-library header"),
     ("__global__ void k(float* y) { y[0] = 0.f; }\n#ifdef __CUDACC__\nint host_path = 1;\n#endif\n", "nvcc macro"),
     ("__device__ float sq(float v) { return v * v; }\n", "no __global__ kernel"),
+    ("static __global__ void k(float* y) { y[0] = 0.f; }\n", "static kernel"),
+    ("namespace {\n__global__ void k(float* y) { y[0] = 0.f; }\n}\n", "anonymous namespace"),
     ("__global__ void k(float* y) { y[0] = 0.f; }\nvoid g(float* y) { auto p = k; (p)<<<1, 1>>>(y); }\n",
      "kernel is an expression"),
 ])

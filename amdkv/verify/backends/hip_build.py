@@ -64,8 +64,8 @@ def names_function(symbol: str, name: str) -> bool:
     namespace of its own (`ns::f(int)`; not torch's or the standard library's: a bound `relu` must not
     match the `at::relu` the binding calls) or a template specialisation, whose demangled form starts
     with its return type (`void k<float, 4>(float*)`)."""
-    return symbol == name or re.match(rf"^(?:\S+\s+)?(?:(?!(?:at|c10|torch|std|pybind11)::)[\w:]+::)?"
-                                      rf"{re.escape(name)}(?:<.*>)?\(", symbol) is not None
+    return symbol == name or re.match(rf"^(?:\S+\s+)?(?:(?!(?:at|c10|torch|std|pybind11)::)(?:[\w:]|\(anonymous "
+                                      rf"namespace\))+::)?{re.escape(name)}(?:<.*>)?\(", symbol) is not None
 
 
 def unresolved_bindings(binding_obj: Path, other_objs: list[Path], names: Iterable[str]) -> list[str]:

@@ -307,7 +307,8 @@ def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
     `amdkv_launch(...)(...)`; a template kernel launched as a template-id is instantiated in the
     device part by an exported getter of its address (appended after the source), which the launch
     calls. Raises SplitUnavailable
-    for what cannot be split soundly: device variables (host code names them by address), nvcc's
+    for what cannot be split soundly: device variables (host code names them by address), static
+    kernels and anonymous namespaces (internal linkage: the host unit could not reach them), nvcc's
     own macros (`__CUDACC__`: g++ compiles the host part and would take the other branch), non-inline
     `__host__ __device__` functions (defined in both units), device-library headers, a launch whose
     kernel is an expression, a template kernel launched without template arguments. What it lets
@@ -327,8 +328,12 @@ def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
     if not kernels:
         raise SplitUnavailable("no __global__ kernel in a unit with device code")
     templated = {k for k in kernels if is_template_kernel(body, k)}
+    if re.search(r"\bnamespace\s*\{", code):
+        raise SplitUnavailable("an anonymous namespace (its kernels and functions are internal to each unit)")
     items = top_level_items(body)
     for it in items:
+        if _is_kernel(it) and re.search(r"\bstatic\b", it.header):
+            raise SplitUnavailable("a static kernel (internal to the unit that defines it)")
         if it.kind == "decl" and "__device__" in it.header and "(" not in it.header:
             raise SplitUnavailable("a __device__ variable (host code would address it)")
         if it.is_function and "__host__" in it.header and "__device__" in it.header \
