@@ -72,6 +72,19 @@ def test_template_kernels_are_instantiated_in_the_device_part() -> None:
             "(0), amdkv_hip_stream(0))( y)") in host
 
 
+def test_a_local_alias_in_a_template_argument_is_resolved_for_the_getter() -> None:
+    src = ("template <typename T, bool F>\n__global__ void k(T* y) { y[0] = T(0); }\n"
+           "typedef float f32;\n"
+           "void g(void* y) {\n  typedef __half hf;\n  using also = hf;\n  k<also, true><<<1, 1>>>((also*)y);\n}\n"
+           "void h(void* y) { typedef double clash; k<clash, false><<<1, 1>>>((clash*)y); }\n"
+           "void i(void* y) { typedef float clash; k<f32, false><<<1, 1>>>((f32*)y); }\n")
+    device, host, _ = lean_parts(src)
+    assert "(void*)&k<__half, true>; }" in device          # local aliases (an alias of an alias) resolved
+    assert "(void*)&k<clash, false>; }" in device          # two meanings: left alone (the build falls back)
+    assert "(void*)&k<float, false>; }" in device          # a file-scope alias: resolved, same type
+    assert "decltype(&k<also, true>)" in host               # the host unit keeps the candidate's spelling
+
+
 @pytest.mark.parametrize("symbol, name, named", [
     ("f(at::Tensor)", "f", True), ("ns::f(int)", "f", True), ("void k<float, true>(float*)", "k", True),
     ("kk(float*)", "k", False), ("void k2<float>(float*)", "k", False), ("f", "f", True),

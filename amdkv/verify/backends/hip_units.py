@@ -287,6 +287,28 @@ def rewrite_launches(text: str, kernel_expr: Callable[[str], str] = lambda calle
     return "".join(out) + text[pos:], callees
 
 
+def _type_aliases(code: str) -> dict[str, str]:
+    """`typedef T name;` / `using name = T;` anywhere in `code` (masked), torch-free and defined once:
+    name -> T. The device unit's getters name a launched template-id at file scope, where an alias
+    local to the launching function (`typedef __hip_bfloat16 bf;`) is not visible; its type is."""
+    seen: dict[str, set[str]] = {}
+    for m in re.finditer(r"\btypedef\s+([^;{}()]+?)\s+(\w+)\s*;|\busing\s+(\w+)\s*=\s*([^;{}]+?)\s*;", code):
+        name, target = (m.group(2), m.group(1)) if m.group(2) else (m.group(3), m.group(4))
+        seen.setdefault(name, set()).add(" ".join(target.split()))
+    return {n: next(iter(t)) for n, t in seen.items() if len(t) == 1 and not TORCH_WORDS.search(next(iter(t)))}
+
+
+def _resolve_aliases(callee: str, aliases: dict[str, str]) -> str:
+    """`callee`'s template arguments with each alias replaced by its type (aliases of aliases too)."""
+    head, sep, args = callee.partition("<")
+    for _ in range(4):
+        new = re.sub(r"\b\w+\b", lambda m: aliases.get(m.group(0), m.group(0)), args)
+        if new == args:
+            break
+        args = new
+    return head + sep + args
+
+
 def _is_kernel(item: Any) -> bool:
     return "__global__" in item.header
 
@@ -354,6 +376,7 @@ def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
     # instantiation local to its unit: the device unit instantiates each launched template-id in an
     # exported getter of its stub's address, and the launch calls the getter, cast to the kernel's type.
     getters: dict[str, str] = {}
+    aliases = _type_aliases(code)
 
     def kernel_expr(callee: str) -> str:
         if re.sub(r"<.*", "", callee).split("::")[-1].strip() not in templated:
@@ -361,7 +384,7 @@ def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
         if "<" not in callee:
             raise SplitUnavailable(f"template kernel {callee!r} launched without its template arguments")
         getter = "amdkv_lean_kernel_" + hashlib.sha256(callee.encode()).hexdigest()[:12]
-        getters[getter] = callee
+        getters[getter] = _resolve_aliases(callee, aliases)
         return f"reinterpret_cast<decltype(&{callee})>({getter}())"
 
     host_text, _ = rewrite_launches("".join(host), kernel_expr)
