@@ -26,6 +26,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 INFRA_LOG = "AMDKV_TEST_INFRA_LOG"
+_OWN_LOG = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,6 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
         fd, path = tempfile.mkstemp(prefix="amdkv-infra-errors-", suffix=".log")
         os.close(fd)
         os.environ[INFRA_LOG] = path
+        config.stash[_OWN_LOG] = path  # this process made it: it removes it when the run ends
     handler = logging.FileHandler(os.environ[INFRA_LOG])
     handler.setFormatter(logging.Formatter(f"[pid %(process)d] %(message)s"))
     logging.getLogger("amdkv.verify").addHandler(handler)
@@ -50,6 +52,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if text.strip():
         terminalreporter.write_sep("=", f"infra_error verdicts in this run ({text.count('infra_error (')})")
         terminalreporter.write_line(text[-20000:])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    path = config.stash.get(_OWN_LOG, None)
+    if path:
+        Path(path).unlink(missing_ok=True)
+        os.environ.pop(INFRA_LOG, None)
 
 
 def have_tool(name: str) -> bool:
