@@ -8,7 +8,6 @@ a lean-built extension needs an NVIDIA GPU and is not done here (docs/hip.md say
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from amdkv.verify.backends import hip_build, hip_toolchain, hip_units
 from amdkv.verify.backends.hip_sources import _mask_comments_strings as code_only
 from amdkv.verify.backends.hip_units import SplitUnavailable, lean_parts
 
-from test_hip_build_split import CI_INCLUDE, FAKE_CUDA, RELU, _FakeBuild, _kb_capture
+from test_hip_build_split import CI_INCLUDE, FAKE_CUDA, RELU, _FakeBuild, _kb_capture, need_nvcc_and_gxx
 
 KB = """#include <hip/hip_runtime.h>
 #define BLOCK 256
@@ -162,11 +161,6 @@ def test_lean_unavailable_goes_on_to_split(tmp_path: Path, monkeypatch: pytest.M
     assert fake.calls == [["main.cu", "binding.cpp"]]
 
 
-def _need_compilers() -> None:
-    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()) or not shutil.which("g++"):
-        pytest.skip("nvcc and g++ needed: the lean compile test needs the CUDA toolkit and a host compiler")
-
-
 @pytest.mark.slow
 def test_lean_units_compile_and_export_every_launched_kernel() -> None:
     """l1_relu's lean units and KB above for real: nvcc on the torch-free kernels, g++ with the
@@ -174,7 +168,7 @@ def test_lean_units_compile_and_export_every_launched_kernel() -> None:
     the kernel's parameter does not accept fails in the host unit, as the `<<<>>>` call fails in nvcc."""
     from amdkv.verify.backends.hip import capture_hip_sources
 
-    _need_compilers()
+    need_nvcc_and_gxx()
     tc = hip_toolchain.nvcc_toolchain("sm_90")
     inc = (str(CI_INCLUDE),)
     cap = capture_hip_sources(RELU).report.captures[0]

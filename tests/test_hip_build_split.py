@@ -273,6 +273,13 @@ def test_compile_only_follows_build_order(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 # ---------------------------------------------------------------------------------- real compile
+def need_nvcc_and_gxx() -> None:
+    """Skip (with the reason) where a real compile cannot run: these tests compile with nvcc and g++."""
+    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()) or not shutil.which("g++"):
+        pytest.skip("nvcc and g++ needed to compile for real: install the CUDA toolkit (nvcc) and g++ "
+                    "(apt-get install g++; .ci/run installs it)")
+
+
 @pytest.mark.slow
 def test_split_units_compile_with_nvcc_and_gxx() -> None:
     """l1_relu's split units for real: main.cu with nvcc (torch/types.h), binding.cpp with g++ and a
@@ -280,8 +287,7 @@ def test_split_units_compile_with_nvcc_and_gxx() -> None:
     only: linking needs libcudart/libtorch_cuda, which this CPU-only machine lacks."""
     from amdkv.verify.backends.hip import capture_hip_sources
 
-    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()) or not shutil.which("g++"):
-        pytest.skip("nvcc and g++ needed: the split compile test needs the CUDA toolkit and a host compiler")
+    need_nvcc_and_gxx()
     tc = hip_toolchain.nvcc_toolchain("sm_90")
     cap = capture_hip_sources(RELU).report.captures[0]
     res = hip_build.compile_only(cap, tc, scheme="split", extra_includes=(str(CI_INCLUDE),))

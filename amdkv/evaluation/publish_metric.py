@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from amdkv.source_ast import parse as parse_source
 from amdkv.errors import BadInputError
+from amdkv.source_ast import parse as parse_source
 
 SPACE_SDK = "static"
 INDEX_HTML = """<!DOCTYPE html>

@@ -197,32 +197,31 @@ class LocalVerifier(BaseVerifier):
             mine.set_result(hit)
             return mine
         if not self.config.verdict_cache:  # no sharing of in-flight work either: always run
-            run = self._launch(prepared, deadline, inline)
-            run.add_done_callback(log_infra_error)
-            return run
+            return self._launch(prepared, deadline, inline)
         with self._inflight_lock:
             waiters = self._inflight.get(prepared.key)
             if waiters is not None:  # the same verification is running: share its verdict
                 waiters.append(mine)
                 return mine
             self._inflight[prepared.key] = [mine]
-        run = self._launch(prepared, deadline, inline)
-        run.add_done_callback(log_infra_error)
-        run.add_done_callback(lambda f: self._settle(prepared, f))
+        self._launch(prepared, deadline, inline).add_done_callback(lambda f: self._settle(prepared, f))
         return mine
 
     def _launch(self, prepared: Prepared, deadline: float | None, inline: bool) -> "Future[Verdict]":
-        """Start the run (inline: run it now, in this thread); a failure to start is infra_error."""
+        """Start the run (inline: run it now, in this thread); a failure to start is infra_error.
+        Every run starts here, so this is where an infra_error verdict is logged (log_infra_error)."""
+        fut: Future[Verdict]
         try:
             if not inline:
-                return self._start(prepared.task, prepared.candidate, deadline)
-            done: Future[Verdict] = Future()
-            done.set_result(self._run_inline(prepared.task, prepared.candidate))
-            return done
+                fut = self._start(prepared.task, prepared.candidate, deadline)
+            else:
+                fut = Future()
+                fut.set_result(self._run_inline(prepared.task, prepared.candidate))
         except Exception as exc:  # noqa: BLE001 - a start-up failure is the harness's, never the candidate's
-            fut: Future[Verdict] = Future()
+            fut = Future()
             fut.set_result(self.infra_verdict(prepared.task, prepared.candidate, exc))
-            return fut
+        fut.add_done_callback(log_infra_error)
+        return fut
 
     def _settle(self, prepared: Prepared, fut: "Future[Verdict]") -> None:
         """The run finished: store it, hand the first waiter the verdict and the others copies

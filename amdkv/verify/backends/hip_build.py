@@ -4,7 +4,7 @@ Compile the units (hip_units) with a toolchain (hip_toolchain), check the split 
 link, and cache the result by content: sources, flags, compiler identity, compatibility headers, torch
 version, arch. The result is a plain `.so` the candidate's sandboxed worker loads (backends/hip_run.py).
 
-Two build schemes (docs/hip.md, "Build speed"):
+Three build schemes (docs/hip.md, "Build speed"):
 - `full` (rocm always; cuda fallback): every unit through nvcc/hipcc, the main unit with
   `<torch/extension.h>` and the generated `PYBIND11_MODULE` — what `load_inline` compiles;
 - `split` (cuda first): units with device code through nvcc with the light `<torch/types.h>`, the
@@ -140,7 +140,7 @@ class BuildResult:
     key: str
     timed_out: bool = False
     scheme: str = "full"      # "lean" | "split" | "full" (see the module docstring)
-    fallback_reason: str | None = None  # why the split scheme was not used, when it was tried
+    fallback_reason: str | None = None  # why each earlier scheme was not used, when one was tried
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -282,10 +282,9 @@ def compile_only(capture: dict[str, Any], tc: BuildToolchain, *, timeout: float 
     extra = [f"-I{os.path.abspath(d)}" for d in extra_includes]  # units compile in a temp dir
     out: list[tuple[str, str | None]] = []
     for s in schemes:
-        try:
-            units = extension_units(capture, tc.platform, s)
-        except SplitUnavailable as exc:
-            out = [(f"[{s}]", str(exc))]
+        units, why = _scheme_units(capture, tc.platform, s)
+        if units is None:
+            out = [(f"[{s}]", why)]
             continue
         with tempfile.TemporaryDirectory(prefix="amdkv-hipco-") as tmp:
             out, _ = compile_units(units, tc, Path(tmp), "amdkv_hip_compile_only", timeout=timeout, jobs=jobs,

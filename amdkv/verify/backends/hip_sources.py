@@ -194,14 +194,21 @@ def blank_spans(src: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
+def device_part(src: str, items: list[TopItem], *, every_host_function: bool = False) -> tuple[str, int]:
+    """(`src` with torch includes, torch-using declarations, `PYBIND11_MODULE`/`TORCH_LIBRARY` blocks
+    and torch-using host functions blanked, number of items blanked); `items`: top_level_items(src).
+    `every_host_function`: torch-free host functions too (the lean build's device unit, whose host
+    functions are compiled in the host unit instead)."""
+    spans = [(it.start, it.end) for it in items
+             if (it.kind == "decl" and TORCH_WORDS.search(it.header) and not it.is_device)
+             or (it.kind == "block" and it.is_module)
+             or (it.is_function and not it.is_device and (every_host_function or it.uses_torch))]
+    return blank_spans(TORCH_INCLUDE.sub(lambda m: _blank(m.group(0)), src), spans), len(spans)
+
+
 def device_only_source(src: str) -> tuple[str, int]:
     """(source with torch-using host code blanked out, number of pieces removed)."""
-    src = TORCH_INCLUDE.sub(lambda m: _blank(m.group(0)), src)
-    spans = [(it.start, it.end) for it in top_level_items(src)
-             if (it.kind == "decl" and TORCH_WORDS.search(it.header) and not it.is_device)
-             or (it.kind == "block" and (it.is_module or (not it.is_device and not it.is_type
-                                                          and "(" in it.header and it.uses_torch)))]
-    return blank_spans(src, spans), len(spans)
+    return device_part(src, top_level_items(src))
 
 
 def global_kernel_names(src: str) -> set[str]:

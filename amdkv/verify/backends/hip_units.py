@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from amdkv.verify.backends.hip_sources import (TORCH_INCLUDE, TORCH_WORDS, _blank, _mask_comments_strings, blank_spans,
-                                               global_kernel_names, is_template_kernel, safe_flags, top_level_items)
+from amdkv.verify.backends.hip_sources import (TORCH_WORDS, _blank, _mask_comments_strings, device_part,
+                                               global_kernel_names, is_template_kernel, masked_source, safe_flags,
+                                               top_level_items)
 
 PYBIND_MODULE = re.compile(r"\bPYBIND11_MODULE\s*\(\s*(\w+)")
 DEVICE_CODE = re.compile(r"__global__|__device__|hipLaunchKernelGGL|<<<")
@@ -24,7 +25,6 @@ DEVICE_HEADER = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](hipcub|cub|thrust|r
                            r'|^[ \t]*#[ \t]*include[ \t]*[<"]hip/hip_cooperative_groups\.h', re.M)
 LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
 EXTENSION_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"][^\n]*$', re.M)
-PREPROCESSOR_LINE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 FULL_HEADER = "#include <torch/extension.h>\n"
 LIGHT_HEADER = "#include <torch/types.h>\n"
@@ -112,12 +112,6 @@ class Unit:
 
 
 # ------------------------------------------------------------------------------------ declarations
-def _code_only(src: str) -> str:
-    """Same length as `src`: comments and literals blanked, preprocessor lines turned into NUL
-    (a statement boundary for the declaration scan)."""
-    return PREPROCESSOR_LINE.sub(lambda m: "\x00" * len(m.group(0)), _mask_comments_strings(src))
-
-
 def _strip_comments(code: str) -> str:
     """`code` without comments, string and char literals kept (default arguments may hold them)."""
     return COMMENT_OR_LITERAL.sub(lambda m: " " if m.group(0).startswith("/") else m.group(0), code)
@@ -136,7 +130,7 @@ def function_declaration(name: str, src: str) -> str | None:
     """`ret name(params);` for the first namespace-scope definition of `name` in `src`, None when there
     is none. Raises SplitUnavailable when the definition exists but a declaration of it in another
     unit would not link to it (static, inline, template, `extern "C"`, inside a namespace or class)."""
-    code = _code_only(src)
+    code = masked_source(src)
     nested = False
     for m in re.finditer(rf"\b{re.escape(name)}\s*\(", code):
         if code[:m.start()].rstrip().endswith(("::", ".", "->", "~")):
@@ -167,7 +161,7 @@ def bound_function_declarations(functions: Any, sources: Iterable[str]) -> str:
     apart from the units that define them."""
     sources = list(sources)
     out = []
-    for code in map(_code_only, sources):
+    for code in map(masked_source, sources):
         out += [" ".join(m.group(0).split()) for m in USING_HEADER_NAMES.finditer(code)
                 if code.count("{", 0, m.start()) == code.count("}", 0, m.start())]
     out = list(dict.fromkeys(out))
@@ -361,11 +355,7 @@ def lean_parts(body: str) -> tuple[str, str, tuple[str, ...]]:
         if it.is_function and "__host__" in it.header and "__device__" in it.header \
                 and not INLINE_WORDS.search(it.header):
             raise SplitUnavailable("a non-inline __host__ __device__ function (defined in both units)")
-    device = TORCH_INCLUDE.sub(lambda m: _blank(m.group(0)), body)
-    device = blank_spans(device, [
-        (it.start, it.end) for it in items
-        if it.is_module or (it.is_function and not it.is_device)
-        or (it.kind == "decl" and TORCH_WORDS.search(it.header) and not it.is_device)])
+    device = device_part(body, items, every_host_function=True)[0]
     host = list(body)
     for it in items:
         if _is_kernel(it) and it.kind == "block":  # the definition becomes a declaration
