@@ -164,13 +164,14 @@ def sft_worker(plan: Plan, work: Path, seed: int) -> None:
     worker_setup(plan, work, name)
     out: dict[str, Any] = {"seed": seed}
     try:
-        out.update(run_sft(plan, work, seed))
+        run_sft(plan, work, seed, out)
     except BaseException as exc:  # noqa: BLE001 - the orchestrator reports it
         out["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}"
     (work / f"{name}.json").write_text(json.dumps(out))
 
 
-def run_sft(plan: Plan, work: Path, seed: int) -> dict[str, Any]:
+def run_sft(plan: Plan, work: Path, seed: int, out: dict[str, Any]) -> None:
+    """Fills `out` as it goes, so a failure late in the phase keeps what came before it."""
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import ModelConfig, SFTConfig
@@ -192,7 +193,7 @@ def run_sft(plan: Plan, work: Path, seed: int) -> dict[str, Any]:
     cfg = prompt_config()
     evals = {"prompt_config": cfg, "system_prompt": False, "max_new_tokens": setup["max_new_tokens"],
              "batch_size": plan.eval_batch, "cache_implementation": plan.cache_implementation}
-    out: dict[str, Any] = {"params": sum(p.numel() for p in model.parameters())}
+    out["params"] = sum(p.numel() for p in model.parameters())
     with open_verifier(plan) as verifier:
         out["before_sft"] = pass_at_1(model, tok, heldout, verifier, **evals).to_dict()
         data = Dataset.from_list(reference_solution_examples(train, cfg, system_prompt=False))
@@ -210,7 +211,6 @@ def run_sft(plan: Plan, work: Path, seed: int) -> dict[str, Any]:
         out["sft_loss"] = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         trainer.save_model(str(work / f"sft_seed{seed}"))
         out["after_sft"] = pass_at_1(trainer.model, tok, heldout, verifier, **evals).to_dict()
-    return out
 
 
 # ------------------------------------------------------------------------------------------ RL worker

@@ -21,6 +21,7 @@ from transformers import TrainerCallback
 
 from amdkv.prompts.messages import PromptConfig
 from amdkv.train.data import prompt_messages
+from amdkv.train.models import plain_forward
 from amdkv.train.reward import VerdictReward
 
 
@@ -46,7 +47,9 @@ def generate_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str
     `cache_implementation="static"` preallocates the KV cache for prompt + `max_new_tokens` instead
     of growing it every step (transformers then compiles the decoding step on CUDA): the same
     greedy tokens, and on the H200 2.6x faster per step (docs/training.md); None: transformers'
-    default (a growing dynamic cache)."""
+    default (a growing dynamic cache). The model generates with its own forward, never under the
+    autocast wrapper of a trainer that prepared it (`amdkv.train.models.plain_forward`): the reply
+    is the saved model's, and a static cache sees one dtype."""
     import torch
 
     was_training, side = model.training, tokenizer.padding_side
@@ -60,7 +63,7 @@ def generate_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str
             enc = tokenizer.apply_chat_template(chunk, add_generation_prompt=True, tokenize=True, return_dict=True,
                                                 padding=True, return_tensors="pt", **(chat_template_kwargs or {}))
             enc = {k: v.to(device) for k, v in enc.items()}
-            with torch.no_grad():
+            with torch.no_grad(), plain_forward(model):
                 out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
                                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
                                      cache_implementation=cache_implementation)

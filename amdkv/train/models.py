@@ -12,6 +12,8 @@ LoRA: `use_peft: true` and the `lora_*` fields of trl.ModelConfig, through `trl.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from amdkv.errors import BadInputError
@@ -66,3 +68,28 @@ def peft_config(model_args: Any) -> Any:
     from trl import get_peft_config
 
     return get_peft_config(model_args)
+
+
+@contextlib.contextmanager
+def plain_forward(model: Any) -> Iterator[Any]:
+    """Within the block, `model` runs its own forward, without the autocast wrapper accelerate puts
+    on a model it prepares for bf16/fp16 mixed precision (`model._original_forward` keeps the one
+    it replaced); outside, the wrapper is back. A model accelerate did not wrap (no mixed
+    precision, DeepSpeed, a model loaded in bf16) is left as it is.
+
+    Why: generating with a preallocated (static) KV cache from an fp32 model under CUDA autocast
+    mixes dtypes: the cache is allocated from the first step's key/value tensors and a later,
+    compiled decoding step hands it bf16 ones ("index_copy_(): self and source expected to have
+    the same dtype ... Float and BFloat16", the H200 learning run of 2026-12-02). Generating in the
+    weights' own dtype keeps every tensor of the cache in one dtype; an evaluation then also scores
+    the model exactly as it is saved."""
+    wrapper = model.__dict__.get("forward")
+    original = model.__dict__.get("_original_forward")
+    if wrapper is None or original is None:
+        yield model
+        return
+    model.forward = original
+    try:
+        yield model
+    finally:
+        model.forward = wrapper

@@ -37,6 +37,7 @@ from trl import GRPOTrainer
 from amdkv.errors import AmdkvError, BadInputError
 from amdkv.train.args import AmdkvRLArguments, AuditArguments, VerifierArguments, parse_config
 from amdkv.train.data import rl_prompt_dataset
+from amdkv.train.models import plain_forward
 from amdkv.train.distributed import leave_process_group, process_index
 from amdkv.train.models import check_precision, load_model, peft_config
 from amdkv.train.reward import InfraErrorGuard, RewardAudit, VerdictReward
@@ -67,14 +68,19 @@ class StepTimes:
 
 
 class AmdkvGRPOTrainer(GRPOTrainer):
-    """`GRPOTrainer` that times its generation and reward phases (into `amdkv_times`)."""
+    """`GRPOTrainer` that times its generation and reward phases (into `amdkv_times`) and, with a
+    static KV cache (`cache_implementation`), generates without the autocast wrapper."""
 
     amdkv_times: StepTimes
 
     def _generate(self, prompts: list) -> Any:
         t0 = time.perf_counter()
         try:
-            return super()._generate(prompts)
+            if self.args.cache_implementation is None:
+                return super()._generate(prompts)
+            # a static KV cache under accelerate's autocast wrapper mixes dtypes (models.plain_forward)
+            with plain_forward(self.accelerator.unwrap_model(self.model_wrapped)):
+                return super()._generate(prompts)
         finally:
             self.amdkv_times.add("generation", time.perf_counter() - t0)
 
