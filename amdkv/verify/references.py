@@ -7,6 +7,7 @@ by inheriting `ReferencesMixin`, and `amdkv.verify.verifier` re-exports the modu
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -15,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from amdkv.config import VerifierConfig
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify.gpu_specs import flush_bytes
@@ -32,7 +34,21 @@ class ReferenceFailed(InfrastructureError):
     kernel (`metadata["reference_failure"] == "unverifiable"`) that makes the task unverifiable on
     this platform; for a PyTorch reference it stays a harness failure (infra_error)."""
 
-    killed_by_signal: bool = False  # the worker died by a signal without a report (retried once)
+    killed_by_signal: bool = False  # the worker died by a signal without a report (retried: reference_attempts)
+
+
+def reference_attempts(config: VerifierConfig) -> list[tuple[str, str | None, VerifierConfig]]:
+    """How a reference worker is started, attempt after attempt, while each is killed by a signal:
+    (label, spare start, config). First as the verifier starts every worker; then exec'd (no state
+    inherited from the fork server); then, unless the sandbox is `require`d, exec'd without the OS
+    sandbox. A reference is the task's own code, which the user chose to run: the sandbox confines
+    candidates, and a reference that only crashes inside it is the sandbox's failure, said on stderr
+    (the verdicts are the same: a reference's outputs do not depend on how its worker started)."""
+    attempts: list[tuple[str, str | None, VerifierConfig]] = [(f"{config.spare_start} start", None, config),
+                                                                ("exec'd", "exec", config)]
+    if config.sandbox != "off" and config.sandbox != "require":
+        attempts.append(("exec'd, OS sandbox off", "exec", dataclasses.replace(config, sandbox="off")))
+    return attempts
 
 
 _REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
@@ -138,27 +154,35 @@ class ReferencesMixin:
 
     def _run_reference_worker_retrying(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
                                        writable: list[str]) -> WorkerReport:
-        """`_run_reference_worker`, once more in a fresh worker when the first was killed by a signal.
-        Trusted code killed by a signal is the machine's failure, not the task's: on the H200 a cold
-        reference worker died with SIGSEGV in 1-2 of 12 tasks under the sandbox (docs/gpu.md, Known
-        gaps). What the first worker left is said on stderr, and kept in the error if both fail."""
-        try:
-            return self._run_reference_worker(task, jobs, compile_env, writable)
-        except ReferenceFailed as first:
-            if not first.killed_by_signal:
-                raise
-            print(f"amdkv: {first} -- retrying once in a fresh worker", file=sys.stderr, flush=True)
+        """`_run_reference_worker`, again when a worker was killed by a signal, each time in a worker
+        started differently (`reference_attempts`). Trusted code killed by a signal is the machine's
+        failure, not the task's: on the H200 cold reference workers died with SIGSEGV under the OS
+        sandbox, 1-2 of 12 tasks in session 8 and most TritonBench-G references on 2026-12-02
+        (docs/gpu.md, Known gaps). Every failure is said on stderr with its crash report, naming the
+        attempt, so a GPU run tells which start (fork, exec, sandbox) the crash follows; all of them
+        are kept in the error if every attempt fails."""
+        attempts = reference_attempts(self.config)
+        failures: list[str] = []
+        for number, (how, start, config) in enumerate(attempts, 1):
             try:
-                return self._run_reference_worker(task, jobs, compile_env, writable)
-            except ReferenceFailed as second:
-                raise ReferenceFailed(f"{second} (a second worker; the first: {first})", hint=second.hint) from second
+                return self._run_reference_worker(task, jobs, compile_env, writable, start=start, config=config)
+            except ReferenceFailed as exc:
+                if not exc.killed_by_signal:
+                    raise
+                failures.append(f"attempt {number} of {len(attempts)} ({how}): {exc}")
+                if number < len(attempts):
+                    print(f"amdkv: {failures[-1]} -- retrying in a fresh worker", file=sys.stderr, flush=True)
+        raise ReferenceFailed("the reference worker was killed by a signal in every attempt; " + " ; ".join(failures),
+                              hint="the task file itself is broken or the machine is overloaded")
 
     def _run_reference_worker(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
-                              writable: list[str]) -> WorkerReport:
-        """One reference worker for `jobs`; its report, or ReferenceFailed (`killed_by_signal` when
-        the worker died by a signal without a report)."""
-        spare = Spare(self.platform, self.config, extra_env=compile_env, readable=[os.path.dirname(task.path)],
-                      writable=writable)
+                              writable: list[str], *, start: str | None = None,
+                              config: VerifierConfig | None = None) -> WorkerReport:
+        """One reference worker for `jobs` (started as `start`, with `config`'s sandbox: the
+        verifier's by default); its report, or ReferenceFailed (`killed_by_signal` when the worker
+        died by a signal without a report)."""
+        spare = Spare(self.platform, config or self.config, extra_env=compile_env, start=start,
+                      readable=[os.path.dirname(task.path)], writable=writable)
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
