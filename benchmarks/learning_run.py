@@ -59,23 +59,26 @@ class Plan:
     intermediate: int = 1536
     vocab: int = 8192
     sft_epochs: float = 6.0
-    sft_max_steps: int = 480               # ~145 s for two seeds at once on the H200 (3.3 steps/s measured)
-    sft_seconds: float = 170.0             # the SFT phase stops here whatever its step (a safety, not the plan)
+    # v3 (after the 2026-12-02 run, docs/training.md "Learning run v2"): SFT had converged by ~400
+    # steps (loss 0.012) and RL got only 1-2 steps of ~50 s, with lr 1e-4 destroying held-out pass@1
+    # in RL and control alike; so fewer SFT steps, smaller RL steps, a 10x lower RL learning rate
+    sft_max_steps: int = 360               # 136 s for 480 steps with two seeds at once on the H200 (3.5 steps/s)
+    sft_seconds: float = 120.0             # the SFT phase stops here whatever its step (a safety, not the plan)
     sft_batch: int = 32
     sft_lr: float = 2e-3
     rl_max_steps: int = 60
-    rl_prompts_per_step: int = 4
+    rl_prompts_per_step: int = 2
     rl_generations: int = 8
-    rl_lr: float = 1e-4
+    rl_lr: float = 1e-5
     rl_temperature: float = 0.9
-    rl_eval_every: int = 10
+    rl_eval_every: int = 5
     audit_every: int = 5
     max_new_tokens: int | None = None    # None: the longest train solution + 64 tokens
     # preallocated KV cache for every generation (RL and held-out evaluation): same tokens, no
     # growing cache (benchmarks/gen_speed.py; the 2026-12-01 run decoded at 63-81 ms per step with
     # the default cache, the same model alone at 7.4 eager and 2.8 static+compiled)
     cache_implementation: str | None = "static"
-    verifier_jobs: int = 3
+    verifier_jobs: int = 4
     eval_batch: int = 64
     budget_s: float = 540.0
     threads: int = 2
