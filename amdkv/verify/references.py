@@ -19,6 +19,7 @@ from typing import Any
 from amdkv.config import VerifierConfig
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
+from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare
 from amdkv.verify.reference_cache import CaseFiles, case_key
@@ -135,11 +136,16 @@ class ReferencesMixin:
         # it, as a benchmark task's program does) and writes only its cases' files and the shared caches
         writable = [refs[c.name]["tmp"] for c in cases] + list(compile_env.values())
         try:
-            report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
-            if report.fatal is not None:
-                raise ReferenceFailed(f"the reference for task {task.id} raised "
-                                      f"{report.fatal.error_type}: {report.fatal.error}\n{report.fatal.traceback}",
-                                      hint="fix the task file (it is trusted code)")
+            self._check_disk()
+            try:
+                report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
+                if report.fatal is not None:
+                    raise ReferenceFailed(f"the reference for task {task.id} raised "
+                                          f"{report.fatal.error_type}: {report.fatal.error}\n{report.fatal.traceback}",
+                                          hint="fix the task file (it is trusted code)")
+            except ReferenceFailed as exc:
+                self._check_disk(exc)  # a full disk fails references in odd ways: never blame the task for it
+                raise
             for crep in report.result_of(ReferenceResult).cases:
                 r = refs[crep.name]
                 files: CaseFiles = r["files"]
@@ -151,6 +157,15 @@ class ReferencesMixin:
         finally:
             for case in cases:  # what a failed run left in its cases' scratch folders (gone after success)
                 shutil.rmtree(refs[case.name]["tmp"], ignore_errors=True)
+
+    def _check_disk(self, failure: ReferenceFailed | None = None) -> None:
+        """InfrastructureError (infra_error, never remembered as the task's failure) when the cache
+        or temp folder's disk is nearly full (disk_space.py); `failure`: the reference failure it
+        probably caused, kept in the message."""
+        low = low_disk(verifier_paths(self.config.cache_path), self.config.min_free_disk_gib)
+        if low:
+            cause = f"; the reference failed: {failure.message}" if failure is not None else ""
+            raise InfrastructureError(low + cause, hint=LOW_DISK_HINT) from failure
 
     def _run_reference_worker_retrying(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
                                        writable: list[str]) -> WorkerReport:
