@@ -143,3 +143,22 @@ def test_resume_continues_at_the_same_step_and_data_order(tmp_path, tasks, verif
 
     for (name, a), b in zip(straight.model.named_parameters(), resumed.model.parameters()):
         assert torch.allclose(a, b, atol=1e-6), name
+
+
+def test_grpo_generates_with_a_static_kv_cache(tmp_path, tasks, verifier, fresh_tiny_model, tiny_tokenizer):
+    """The model really generates (no planted rollout) with `cache_implementation: static`, through
+    AmdkvGRPOTrainer._generate and models.plain_forward (the learning run's setting: on the H200 a
+    static cache under accelerate's bf16 autocast wrapper mixed dtypes; CPU has no bf16 training, so
+    here the path runs in float32 and the test guards the wiring, not the dtype)."""
+    from amdkv.train.rl import build_grpo_trainer
+
+    grpo, model_args, amdkv = parsed(tmp_path, "--max_steps", "1", "--max_completion_length", "8",
+                                     "--cache_implementation", "static")
+    assert grpo.cache_implementation == "static"
+    trainer = build_grpo_trainer(grpo, model_args, amdkv, model=fresh_tiny_model, tokenizer=tiny_tokenizer,
+                                 tasks=[t for t in tasks if t.id == "l1_relu"], verifier=verifier,
+                                 audit_verifier=False)
+    trainer.train()
+    assert trainer.state.global_step == 1
+    logged = next(h for h in trainer.state.log_history if "reward" in h)
+    assert logged["timing/generation_s"] > 0 and logged["completions/max_length"] <= 8
