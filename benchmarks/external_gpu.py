@@ -59,6 +59,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+# KernelBench level 1's references total hundreds of GB: past this size, entries not used within the
+# verifier's window (2 x --timeout + 60 s) are evicted, oldest first (one candidate per task: none is
+# read again), so a long phase does not fill the GPU machine's 64 GiB disk
+REFERENCE_CACHE_GIB = 16.0
 DEFAULT_BUDGETS = {"kb": 90.0, "kb_harness": 60.0, "tbg": 150.0, "tbg_harness": 75.0, "rocm": 45.0,
                    "rocm_harness": 45.0}
 
@@ -162,7 +166,8 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
                             jobs=jobs, trials=trials, timeout=timeout, policy=policy, benchmark_verdicts=False,
                             deadline=t0 + budget, bootstrap=200,
                             config=VerifierConfig.from_env(compile_baseline=False, verdict_cache=False,
-                                                           cache_dir=str(run_dir / "cache")))
+                                                           cache_dir=str(run_dir / "cache"),
+                                                           reference_cache_gib=REFERENCE_CACHE_GIB))
     try:
         outcome = run_eval(settings, progress=True)
         elapsed = time.monotonic() - t0  # the cache's deletion below is not the benchmark's time

@@ -59,3 +59,76 @@ class CaseFiles:
         tmp = self.report.with_suffix(".tmp")
         tmp.write_text(report.to_json())
         os.replace(tmp, self.report)
+
+
+# An entry used (read or written) this recently is never evicted: another verification, in this
+# process or another sharing the cache, may be about to read it. The verifier passes twice its
+# candidate timeout plus a minute (references.ReferencesMixin._evict_references).
+EVICT_MIN_AGE_S = 600.0
+
+
+def touch(files: CaseFiles) -> None:
+    """Mark a cached case as used now: its report's mtime is the eviction clock (least recently used
+    goes first). Best effort: a read-only cache is still a cache."""
+    try:
+        os.utime(files.report)
+    except OSError:
+        pass
+
+
+def _entry_size(entry: Path) -> int:
+    total = 0
+    for path in entry.rglob("*"):
+        try:
+            if path.is_file():
+                total += path.stat().st_size
+        except OSError:  # removed under us by a concurrent eviction or a finished computation
+            pass
+    return total
+
+
+def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, min_age_s: float = EVICT_MIN_AGE_S,
+          now: float | None = None) -> tuple[list[tuple[str, int]], int]:
+    """Remove least recently used reference entries until the cache holds at most `cap_bytes`,
+    never one used in the last `min_age_s` seconds. Returns ([(entry key, bytes)] removed, bytes
+    left). Each entry is renamed away before it is deleted, so a reader sees it whole or not at all.
+
+    Why: reference outputs are the verifier's biggest files (inputs and float64 goldens of every
+    trial): KernelBench level 1 totals hundreds of GB, more than a GPU machine's disk, and a long RL
+    or generation run over thousands of procedural tasks only ever adds entries. A recomputed entry
+    is the same (the key holds everything its values depend on), so evicting costs time, never a
+    verdict."""
+    import shutil
+    import time
+
+    root = refs_root(cache_dir)
+    if not root.is_dir():
+        return [], 0
+    now = time.time() if now is None else now
+    entries: list[tuple[float, int, Path]] = []
+    for shard in root.iterdir():
+        if not shard.is_dir():
+            continue
+        for entry in shard.iterdir():
+            if not entry.is_dir() or entry.name.startswith("."):
+                continue
+            try:
+                report = entry / "report.json"
+                used = report.stat().st_mtime if report.is_file() else entry.stat().st_mtime
+            except OSError:
+                continue
+            entries.append((used, _entry_size(entry), entry))
+    total = sum(size for _, size, _ in entries)
+    removed: list[tuple[str, int]] = []
+    for used, size, entry in sorted(entries, key=lambda e: e[0]):
+        if total <= cap_bytes or now - used < min_age_s:
+            break  # oldest first: every later entry is younger still
+        trash = entry.with_name(f".evicted-{entry.name}-{os.getpid()}")
+        try:
+            os.rename(entry, trash)
+        except OSError:  # another process evicted or is rewriting it
+            continue
+        shutil.rmtree(trash, ignore_errors=True)
+        total -= size
+        removed.append((entry.name, size))
+    return removed, total

@@ -8,6 +8,7 @@ by inheriting `ReferencesMixin`, and `amdkv.verify.verifier` re-exports the modu
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import shutil
 import sys
@@ -22,10 +23,11 @@ from amdkv.tasks.types import Task
 from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare
-from amdkv.verify.reference_cache import CaseFiles, case_key
+from amdkv.verify.reference_cache import CaseFiles, case_key, evict, touch
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.worker_protocol import ReferenceCaseJob, ReferenceJob, ReferenceResult, WorkerReport
 
+_LOG = logging.getLogger("amdkv.verify")
 BASE_SEED = 1234
 INIT_SEED = 42
 
@@ -105,10 +107,12 @@ class ReferencesMixin:
             refs[case.name] = {"files": files, "seeds": seeds, "timed": timed}
             if files.complete():
                 refs[case.name]["report"] = files.read_report()
+                touch(files)  # recently used: the last to be evicted (reference_cache.evict)
             else:
                 missing.append(case)
         if missing:
             self.reference_runs += 1
+            self._evict_references()
             self._compute_references(task, missing, refs)
         return refs
 
@@ -157,6 +161,19 @@ class ReferencesMixin:
         finally:
             for case in cases:  # what a failed run left in its cases' scratch folders (gone after success)
                 shutil.rmtree(refs[case.name]["tmp"], ignore_errors=True)
+
+    def _evict_references(self) -> None:
+        """Keep the reference cache under `reference_cache_gib` (unset: no limit) before adding to it."""
+        cap = self.config.reference_cache_gib
+        if cap is None:
+            return
+        # an entry a verification in flight (in any process sharing the cache) may still read is
+        # kept: its candidate runs at most `timeout`, and the parent reads the outputs after it
+        min_age_s = 2 * self.config.timeout_for(self.platform.interpreter) + 60.0
+        removed, left = evict(self.config.cache_path, int(cap * 2**30), min_age_s=min_age_s)
+        if removed:
+            _LOG.info("reference cache over %.3g GiB: removed %d least recently used entries (%.2f GiB), "
+                      "%.2f GiB left", cap, len(removed), sum(n for _, n in removed) / 2**30, left / 2**30)
 
     def _check_disk(self, failure: ReferenceFailed | None = None) -> None:
         """InfrastructureError (infra_error, never remembered as the task's failure) when the cache

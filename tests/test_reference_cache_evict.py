@@ -1,0 +1,62 @@
+"""The reference cache under a size cap (`AMDKV_REFERENCE_CACHE_GIB`, reference_cache.evict): least
+recently used entries go first, recently used ones never (the verifier's window: twice its candidate
+timeout plus a minute), and an evicted reference is recomputed to the same verdict. Real files and a real verifier (cpu); ages are set with os.utime."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from amdkv.tasks.builtin import solution_path, task_path
+from amdkv.tasks.loader import load_task
+from amdkv.verify import Candidate, Verifier
+from amdkv.verify.reference_cache import EVICT_MIN_AGE_S, evict, refs_root
+
+
+def fake_entry(cache: Path, key: str, size: int, age_s: float) -> Path:
+    entry = refs_root(cache) / key[:2] / key
+    entry.mkdir(parents=True)
+    (entry / "expected.pt").write_bytes(b"x" * size)
+    (entry / "report.json").write_text("{}")
+    used = time.time() - age_s
+    os.utime(entry / "report.json", (used, used))
+    return entry
+
+
+def entries(cache: Path) -> set[str]:
+    return {p.name for p in refs_root(cache).glob("*/*") if p.is_dir() and not p.name.startswith(".")}
+
+
+def test_least_recently_used_go_first_and_recent_ones_never(tmp_path):
+    hour = 3600.0
+    fake_entry(tmp_path, "aa0001", 1000, 3 * hour)
+    fake_entry(tmp_path, "aa0002", 1000, 2 * hour)
+    fake_entry(tmp_path, "bb0003", 1000, 1 * hour)
+    fake_entry(tmp_path, "bb0004", 1000, EVICT_MIN_AGE_S / 10)
+    removed, left = evict(tmp_path, cap_bytes=2500)
+    assert [k for k, _ in removed] == ["aa0001", "aa0002"]
+    assert entries(tmp_path) == {"bb0003", "bb0004"} and left == 2 * 1000 + 2 * len("{}")
+    removed, left = evict(tmp_path, cap_bytes=0)  # a cap below everything: the recent entry stays
+    assert [k for k, _ in removed] == ["bb0003"] and entries(tmp_path) == {"bb0004"}
+
+
+def test_an_evicted_reference_is_recomputed_to_the_same_verdict(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(cache))
+    relu, softmax = load_task(task_path("l1_relu")), load_task(task_path("l1_softmax"))
+    relu_sol = Candidate(solution_path("l1_relu", "triton").read_text())
+    with Verifier("cpu", jobs=1, trials=1, verdict_cache=False, compile_baseline=False,
+                  reference_cache_gib=1e-9) as verifier:
+        first = verifier.verify(relu, relu_sol)
+        relu_entries = entries(cache)
+        long_ago = time.time() - 2 * (2 * 90.0 + 60.0)  # past the cpu window (90 s timeout)
+        for report in refs_root(cache).glob("*/*/report.json"):
+            os.utime(report, (long_ago, long_ago))
+        verifier.verify(softmax, Candidate(solution_path("l1_softmax", "triton").read_text()))
+        assert relu_entries and not (relu_entries & entries(cache)), "l1_relu's references were not evicted"
+        runs = verifier.reference_runs
+        again = verifier.verify(relu, relu_sol)
+        assert verifier.reference_runs == runs + 1  # recomputed, not read
+    assert first.status == again.status == "ok", (first.diagnostics, again.diagnostics)
+    assert relu_entries & entries(cache)
