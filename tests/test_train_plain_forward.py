@@ -15,10 +15,13 @@ from fixtures_tiny import fresh_tiny_model, tiny_tokenizer  # noqa: F401
 
 @pytest.fixture
 def bf16_prepared(fresh_tiny_model):
-    """The tiny model prepared by a real bf16 Accelerator on the CPU (accelerate's own wrapping)."""
+    """The tiny model prepared by a real bf16 Accelerator on the CPU (accelerate's own wrapping).
+    accelerate keeps one process-wide state, which a Trainer in an earlier test of this process set
+    to no mixed precision: it is reset before and after."""
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
 
+    AcceleratorState._reset_state(reset_partial_state=True)
     model = Accelerator(mixed_precision="bf16", cpu=True).prepare(fresh_tiny_model)
     yield model
     AcceleratorState._reset_state(reset_partial_state=True)
