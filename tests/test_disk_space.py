@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
+from amdkv.errors import InfrastructureError
 from amdkv.tasks.builtin import solution_path, task_path
 from amdkv.tasks.loader import load_task
 from amdkv.verify import Candidate, Verifier
 from amdkv.verify.disk_space import low_disk, verifier_paths
+from amdkv.verify.references import ReferenceFailed
 
 MORE_THAN_ANY_DISK_GIB = 1e9
 
@@ -43,11 +47,6 @@ def test_the_paths_checked_are_the_cache_and_the_temp_folder(tmp_path):
 def test_a_reference_failure_on_a_nearly_full_disk_is_not_the_tasks(tmp_path, monkeypatch):
     """A reference that failed while the disk was nearly full becomes InfrastructureError (infra_error,
     not remembered as the task's failure, not `unverifiable`), keeping the reference's own error."""
-    import pytest
-
-    from amdkv.errors import InfrastructureError
-    from amdkv.verify.references import ReferenceFailed
-
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     with Verifier("cpu", jobs=1, verdict_cache=False, min_free_disk_gib=MORE_THAN_ANY_DISK_GIB) as verifier:
         with pytest.raises(InfrastructureError) as caught:

@@ -7,6 +7,7 @@ candidate can be given the first without being able to open the second.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -70,20 +71,17 @@ EVICT_MIN_AGE_S = 600.0
 def touch(files: CaseFiles) -> None:
     """Mark a cached case as used now: its report's mtime is the eviction clock (least recently used
     goes first). Best effort: a read-only cache is still a cache."""
-    try:
+    with contextlib.suppress(OSError):
         os.utime(files.report)
-    except OSError:
-        pass
 
 
 def _entry_size(entry: Path) -> int:
     total = 0
     for path in entry.rglob("*"):
-        try:
+        # a file removed under us (a concurrent eviction, a finished computation) counts nothing
+        with contextlib.suppress(OSError):
             if path.is_file():
                 total += path.stat().st_size
-        except OSError:  # removed under us by a concurrent eviction or a finished computation
-            pass
     return total
 
 

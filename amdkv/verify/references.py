@@ -28,6 +28,7 @@ from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.worker_protocol import ReferenceCaseJob, ReferenceJob, ReferenceResult, WorkerReport
 
 _LOG = logging.getLogger("amdkv.verify")
+WORKER_DIED_HINT = "the task file itself is broken or the machine is overloaded"
 BASE_SEED = 1234
 INIT_SEED = 42
 
@@ -140,7 +141,7 @@ class ReferencesMixin:
         # it, as a benchmark task's program does) and writes only its cases' files and the shared caches
         writable = [refs[c.name]["tmp"] for c in cases] + list(compile_env.values())
         try:
-            self._check_disk()
+            # (free disk was checked when the verification started: Verifier.verify_now)
             try:
                 report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
                 if report.fatal is not None:
@@ -177,8 +178,8 @@ class ReferencesMixin:
 
     def _check_disk(self, failure: ReferenceFailed | None = None) -> None:
         """InfrastructureError (infra_error, never remembered as the task's failure) when the cache
-        or temp folder's disk is nearly full (disk_space.py); `failure`: the reference failure it
-        probably caused, kept in the message."""
+        or temp folder's disk is nearly full (disk_space.py): before each verification, and when a
+        reference failed (`failure`, the failure it probably caused, kept in the message)."""
         low = low_disk(verifier_paths(self.config.cache_path), self.config.min_free_disk_gib)
         if low:
             cause = f"; the reference failed: {failure.message}" if failure is not None else ""
@@ -205,7 +206,7 @@ class ReferencesMixin:
                 if number < len(attempts):
                     print(f"amdkv: {failures[-1]} -- retrying in a fresh worker", file=sys.stderr, flush=True)
         raise ReferenceFailed("the reference worker was killed by a signal in every attempt; " + " ; ".join(failures),
-                              hint="the task file itself is broken or the machine is overloaded")
+                              hint=WORKER_DIED_HINT)
 
     def _run_reference_worker(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
                               writable: list[str], *, start: str | None = None,
@@ -223,7 +224,7 @@ class ReferencesMixin:
                 failed = ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
                     f"{'timed out' if proc.timed_out else 'no report'}): {stderr_excerpt(proc.stderr, 3000)}",
-                    hint="the task file itself is broken or the machine is overloaded")
+                    hint=WORKER_DIED_HINT)
                 failed.killed_by_signal = not proc.timed_out and (proc.returncode or 0) < 0
                 raise failed
             return WorkerReport.from_json(Path(report_path).read_text())

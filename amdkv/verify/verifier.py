@@ -30,7 +30,6 @@ from amdkv.tasks.types import Task
 from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
-from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
 from amdkv.verify.judging import (POLICY_EXEMPT_DYNAMIC, RUNTIME_ERROR_FINDINGS, JudgingMixin,  # noqa: F401
@@ -199,9 +198,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         if spec:  # the candidate's part of a program (verify/program.py); the verdict keeps the text's hash
             candidate = dataclasses.replace(candidate, source=candidate_part(spec, candidate.source))
         try:
-            low = low_disk(verifier_paths(self.config.cache_path), self.config.min_free_disk_gib)
-            if low:  # a full disk writes outputs and kernels short: infra_error, never the candidate's verdict
-                raise InfrastructureError(low, hint=LOW_DISK_HINT)
+            self._check_disk()  # a full disk writes outputs and kernels short: infra_error, never the candidate's
             with self.candidate_file(candidate, program_text(spec, candidate.source) if spec else None) as cand_path:
                 self._verify_into(verdict, task, cand_path, candidate, lang)
         except ReferenceFailed as exc:
