@@ -82,7 +82,7 @@ class VerifierConfig:
     small_kernel_method: str = _field("profiler", "AMDKV_SMALL_KERNEL_METHOD", "profiler | graph", verdict=True, worker=True)
     prewarm_profiler: bool = _field(True, "AMDKV_PREWARM_PROFILER", "GPU spares start torch.profiler once before their job (0: skip)", worker=True)
     blocking_sync: bool = _field(True, "AMDKV_BLOCKING_SYNC", "NVIDIA workers wait for the GPU asleep, not spinning a core (0: CUDA's default spin/yield heuristic; docs/gpu.md, Speed)", worker=True)
-    seed_triton_stubs: bool = _field(True, "AMDKV_SEED_TRITON_STUBS", "give every spare Triton's driver helper prebuilt by the parent instead of a gcc run of its own (0: each spare compiles it)")
+    seed_triton_stubs: bool = _field(False, "AMDKV_SEED_TRITON_STUBS", "1: give every spare Triton's driver helper prebuilt by the parent instead of a gcc run of its own (saves ~0.4 CPU-s per spare; off: on the H200 seeded TritonBench-G reference workers died with SIGSEGV, docs/gpu.md)")
     resident_inputs: bool = _field(True, "AMDKV_RESIDENT_INPUTS", "a candidate worker moves each case's trial inputs to the device once and copies them there per checked call (0: a host-to-device copy per call, as before session 9; same values either way)", worker=True)
     hip_lean_build: bool = _field(False, "AMDKV_HIP_LEAN_BUILD", "platform cuda: build a HIP candidate's kernels in an nvcc unit without torch first (the `lean` scheme, docs/hip.md; off until run on a GPU)", verdict=True)
     worker_threads: int | None = _field(None, "AMDKV_WORKER_THREADS", "torch threads per worker process (unset: torch's default; forked workers: OMP_NUM_THREADS)", worker=True)

@@ -24,8 +24,9 @@
 #         needs .ext/ and the harness wheels: docs/benchmarks.md)
 #   gen   `amdkv gen` over every bundled task with a served tiny model and with replay (benchmarks/gen_gpu.py)
 #   gs    decoding speed of the learning run's model, variant by variant (benchmarks/gen_speed.py)
+#   probe TritonBench-G reference crashes, one worker setting changed at a time (benchmarks/crash_probe.py)
 # Limits (seconds, env): REFS_S=330 ADV_S=150 FID_S=150 TP_S=420 HIP_S=420 LEARN_S=560 TTHR_S=300
-# DRY_S=120 PROC_S=240 SERVE_S=240 FAULT_S=320 EXT_S=420 GEN_S=400 GS_S=240. JOBS (refs) default 8.
+# DRY_S=120 PROC_S=240 PROBE_S=400 SERVE_S=240 FAULT_S=320 EXT_S=420 GEN_S=400 GS_S=240. JOBS (refs) default 8.
 # The HF libraries the image lacks (datasets, trl, evaluate, fastapi, ...) come as wheels in WHEELS
 # (default .whl, carried): installed once into /tmp/site, first on PYTHONPATH.
 # A step cut by its limit gets SIGINT first (Python unwinds and kills its workers), SIGKILL 20 s later.
@@ -104,9 +105,12 @@ for step in $STEPS; do
     gen)
       run_step_tail gen "${GEN_S:-400}" 12 python3 benchmarks/gen_gpu.py --out "$OUT/gen" \
         --budget-s "$(( ${GEN_S:-400} - 120 ))" ${GEN_FLAGS:-} ;;
+    probe)
+      run_step_tail probe "${PROBE_S:-400}" 8 python3 benchmarks/crash_probe.py --out "$OUT/probe" \
+        --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench ${PROBE_FLAGS:-} ;;
     gs)
       run_step_tail gs "${GS_S:-240}" 10 python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-} ;;
-    *) echo "unknown step $step (refs adv fid tp hip hiplean learn tthr dry proc serve fault ext gen gs)" | tee -a "$SUMMARY"; continue ;;
+    *) echo "unknown step $step (refs adv fid tp hip hiplean learn tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) stay behind: they are large and not results
   tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' -czf "$OUT/$step.tgz" "$step" \

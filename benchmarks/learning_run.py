@@ -59,11 +59,12 @@ class Plan:
     intermediate: int = 1536
     vocab: int = 8192
     sft_epochs: float = 6.0
-    # v3 (after the 2026-12-02 run, docs/training.md "Learning run v2"): SFT had converged by ~400
-    # steps (loss 0.012) and RL got only 1-2 steps of ~50 s, with lr 1e-4 destroying held-out pass@1
-    # in RL and control alike; so fewer SFT steps, smaller RL steps, a 10x lower RL learning rate
-    sft_max_steps: int = 360               # 136 s for 480 steps with two seeds at once on the H200 (3.5 steps/s)
-    sft_seconds: float = 120.0             # the SFT phase stops here whatever its step (a safety, not the plan)
+    # v2 -> v3 (docs/training.md): lr 1e-4 destroyed held-out pass@1 in RL and control alike after
+    # 1-2 steps, so RL now takes smaller steps (10x lower lr, 2x8 completions). v3 also cut SFT to 360
+    # steps, and that was wrong: SFT loss ended at 0.022-0.025 instead of 0.012 and held-out pass@1
+    # after SFT fell from 0.417/0.250 to 0.021/0.000, so v4 goes back to v2's 480 SFT steps.
+    sft_max_steps: int = 480               # 136 s for 480 steps with two seeds at once on the H200 (3.5 steps/s)
+    sft_seconds: float = 170.0             # the SFT phase stops here whatever its step (a safety, not the plan)
     sft_batch: int = 32
     sft_lr: float = 2e-3
     rl_max_steps: int = 60

@@ -69,7 +69,7 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
 
 # `phase:OPTION` -> the settings it turns off (to "0") for that phase, for before/after on the same
 # candidates in one run: `base` = session 7's worker speed-ups (blocking CUDA syncs, the prebuilt
-# Triton driver helper); `hostinputs` = session 9's device-resident trial inputs
+# Triton driver helper, which is off by default since session 12: docs/gpu.md); `hostinputs` = session 9's device-resident trial inputs
 SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
                 "hostinputs": ("AMDKV_RESIDENT_INPUTS",)}
 

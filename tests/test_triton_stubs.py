@@ -67,3 +67,36 @@ def test_no_stub_where_it_cannot_be_built(tmp_path, monkeypatch):
         assert not triton_stubs.seed_spare_cache(str(tmp_path / "c"), str(tmp_path / "stubs"))
     finally:
         triton_stubs.cuda_driver_stub.cache_clear()
+
+
+def test_spares_started_at_once_share_one_build(tmp_path, fake_libcuda, monkeypatch):
+    """Spares start from many threads: before the fix each built the helper and wrote one shared
+    temporary file, so a spare could copy a file another thread was still writing. One build now,
+    and every spare's copy is the whole file."""
+    import threading
+
+    import triton.runtime.build as triton_build
+
+    real_build, builds = triton_build._build, []
+
+    def counting_build(*args, **kwargs):
+        builds.append(threading.get_ident())
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(triton_build, "_build", counting_build)
+    stubs, start = tmp_path / "stubs", threading.Barrier(4)
+
+    def spare(i: int) -> None:
+        start.wait()
+        assert triton_stubs.seed_spare_cache(str(tmp_path / f"spare{i}"), str(stubs))
+
+    threads = [threading.Thread(target=spare, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1, f"{len(builds)} builds for 4 spares started at once"
+    key, so = triton_stubs.cuda_driver_stub(str(stubs))
+    for i in range(4):
+        assert Path(tmp_path / f"spare{i}", key, Path(so).name).read_bytes() == Path(so).read_bytes()
+    assert not [p for p in Path(so).parent.iterdir() if p.name.startswith(".")], "no temporary file left"

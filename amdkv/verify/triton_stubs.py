@@ -8,6 +8,14 @@ source is Triton's own, not the candidate's, and its cache key is a hash of that
 platform, so a copy built by the parent is the file the worker would have built. Each spare gets
 its own copy (never a link): a candidate that overwrote its copy changes nothing for the next.
 
+Off by default since 2026-12-02 (`AMDKV_SEED_TRITON_STUBS`, config.py): on the H200, TritonBench-G
+reference workers given the seeded helper died with SIGSEGV (inside Triton's `_init_handles`, or
+while garbage-collecting) in 4-8 of ~15 workers per 30-s run with every other setting varied, and in
+none of 24 with seeding off (benchmarks/crash_probe.py; docs/gpu.md, Known gaps). Why is not known:
+the copy is byte-identical to the file Triton builds. One real fault was found and fixed here: spares
+started from several threads at once each built the helper and wrote the same temporary file, so a
+spare could copy a file another thread was still writing; now one thread builds, the others wait.
+
 The build uses Triton's private `triton.runtime.build._build` and `triton.runtime.cache._base32`; any failure (no libcuda on this
 machine, another Triton version) returns None and spares build the helper themselves, as before:
 this changes speed, never verdicts.
@@ -21,13 +29,21 @@ import os
 import shutil
 import sysconfig
 import tempfile
+import threading
 from pathlib import Path
+
+_BUILD_LOCK = threading.Lock()  # spares start from many threads: one builds, the rest wait for its file
 
 
 @functools.lru_cache(maxsize=4)
 def cuda_driver_stub(cache_root: str) -> tuple[str, str] | None:
     """(cache folder name, path of the built .so) under `cache_root`, built on first use; None where
     it cannot be built here."""
+    with _BUILD_LOCK:
+        return _build_stub(cache_root)
+
+
+def _build_stub(cache_root: str) -> tuple[str, str] | None:
     try:
         from triton.backends.nvidia import driver as nv
         from triton.runtime.build import _build, platform_key
@@ -45,9 +61,7 @@ def cuda_driver_stub(cache_root: str) -> tuple[str, str] | None:
                 c_file.write_text(src)
                 so = _build("cuda_utils", str(c_file), tmp, nv.library_dirs(), list(nv.include_dirs),
                             list(nv.libraries), [])
-                part = dest.with_name(f".{name}.{os.getpid()}")
-                shutil.copyfile(so, part)
-                os.replace(part, dest)  # atomic: a concurrent builder's reader sees all or nothing
+                _copy_atomically(so, dest)  # another process's reader sees all or nothing
         return key, str(dest)
     except Exception:  # noqa: BLE001 - speed only: without the stub a spare compiles its own
         return None
@@ -62,5 +76,13 @@ def seed_spare_cache(triton_cache_dir: str, cache_root: str) -> bool:
     key, so = stub
     target = Path(triton_cache_dir, key)
     target.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(so, target / Path(so).name)
+    _copy_atomically(so, target / Path(so).name)
     return True
+
+
+def _copy_atomically(src: str | Path, dest: Path) -> None:
+    """Copy to a temporary name of this process and thread, then rename: no reader, and no other
+    writer, ever sees a partly written shared library."""
+    part = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}")
+    shutil.copyfile(src, part)
+    os.replace(part, dest)
