@@ -33,11 +33,12 @@ demo: $(STAMP)
 	$(VENV)/bin/amdkv build triton --records build/demo-records --out build/amdkv-triton --overwrite
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(VENV)/bin/python -m amdkv.data.demo build/amdkv-triton
 
-# Both cores (pytest-xdist, one test file per worker: module fixtures stay in one process); the 25
-# slowest tests are listed so CI logs show where the time goes.
+# Both cores (pytest-xdist, one test file per worker: module fixtures stay in one process), files in
+# the order tests/conftest.py gives them (slowest first); the 25 slowest tests are listed so CI logs
+# show where the time goes.
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(VENV)/bin/python -m pytest -q -ra \
-	  -n 2 --dist loadfile --durations=25 tests
+	  -n 2 --dist loadfile --no-loadscope-reorder --durations=25 tests
 
 # Real hipcc 7 (gfx90a/gfx942/gfx950) in a Debian sid chroot; idempotent, needs root (docs/amd_compile.md).
 toolchain-hip: $(STAMP)

@@ -42,6 +42,33 @@ def pytest_configure(config: pytest.Config) -> None:
     logging.getLogger("amdkv.verify").addHandler(handler)
 
 
+# Test files whose few tests take minutes each on the 2-core machine (nvcc over torch's headers,
+# the bundled references' fixture, DeepSpeed launches, the benchmark scripts at CPU size), slowest
+# first. `make test` hands whole files to two workers (--dist loadfile) in collection order
+# (--no-loadscope-reorder): xdist's default order, most tests first, started these last and left
+# one core idle for minutes at the end of the run.
+SLOW_FILES_FIRST = (
+    "test_hip_cuda_layer.py", "test_builtin_solutions.py", "test_train_launch.py", "test_hip_build_split.py",
+    "test_hip_build_lean.py", "test_train_benchmarks.py", "test_fault_suite.py", "test_crash_safe.py",
+    "test_ray.py", "test_evaluate_modules.py", "test_adversarial.py", "test_loop.py",
+)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow files first, then the rest by number of tests (xdist's own heuristic); a file's tests
+    keep their order."""
+    per_file: dict[str, int] = {}
+    for item in items:
+        per_file[item.path.name] = per_file.get(item.path.name, 0) + 1
+
+    def rank(item: pytest.Item) -> tuple[int, int, str]:
+        name = item.path.name
+        slow = SLOW_FILES_FIRST.index(name) if name in SLOW_FILES_FIRST else len(SLOW_FILES_FIRST)
+        return slow, -per_file[name], str(item.path)
+
+    items.sort(key=rank)  # stable: the order inside a file is kept
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     """Every infra_error a verifier in this run handed out (tests that expect some included): when
     a test fails on one, its cause is here, not only a status in an assertion."""
