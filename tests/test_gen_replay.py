@@ -219,3 +219,40 @@ def test_optimise_from_an_existing_kernel(tmp_path, verifier):
         assert tr["metadata"]["stop_reason"] == "unchanged"                 # the scripted model returned it as is
         assert tr["turns"][0]["verdict"]["cache_hit"] is True
     assert verifications_judged(outcome.summary) == 1
+
+
+def test_wall_budget_reaches_the_verifier(tmp_path, verifier):
+    """`--max-wall`: a reply that arrives after the budget is not verified (the verifier gets the
+    deadline and answers not-started at once), not recorded, and left for a re-run, which then
+    verifies it. Before, every reply in flight at the deadline was still verified, and the H200 run
+    of 2026-12-02 ran 141 s on an 81 s budget."""
+    import dataclasses
+    import time
+
+    from amdkv.gen.pipeline import PipelineSettings
+    from amdkv.gen.replay import ScriptedReplay, solutions_from
+    from amdkv.tasks.suites import load_suite
+
+    budget_s = 1.0
+
+    class SlowScripted(ScriptedReplay):
+        def chat(self, *args, **kwargs):
+            time.sleep(budget_s + 0.5)  # the model answers after the wall budget
+            return super().chat(*args, **kwargs)
+
+    out = tmp_path / "run"
+    tasks = [t for t in load_suite("builtin:all") if t.id == "l1_relu"]
+    base = settings(out, "l1_relu", turns=1)
+    slow = SlowScripted(solutions_from(tasks, "triton"))
+    t0 = time.monotonic()
+    timed = dataclasses.replace(base, pipeline=PipelineSettings(deadline=t0 + budget_s))
+    outcome = run_gen(timed, client=slow, verifier=verifier, progress=False)
+    assert time.monotonic() - t0 < budget_s + 10, "a verification ran after the wall budget"
+    assert outcome.summary["stopped"] == "wall_budget", outcome.summary
+    assert run_trajectories(out) == [], "an attempt past the budget must not be recorded"
+    tp = outcome.summary["throughput"]
+    assert tp["infra_errors"] == 0 and tp["verifications"] == 0, "a budget stop is neither a verdict nor an infra error"
+    rerun = run_gen(base, verifier=verifier, progress=False)
+    assert rerun.exit_code == 0
+    (rec,) = run_trajectories(out)
+    assert statuses(rec) == ["ok"]

@@ -55,7 +55,7 @@ from typing import Any
 from amdkv.cluster.options import RAY_EXTRA_HINT
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import AmdkvError, BadInputError, InfrastructureError
-from amdkv.verify.api import BaseVerifier, as_task, deadline_passed
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, BaseVerifier, as_task, deadline_passed
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.verdict import Verdict, infra_error_verdict
@@ -309,7 +309,7 @@ class RayVerifier(BaseVerifier):
             item = self._queue.popleft()
             if deadline_passed(item.deadline):
                 self._resolve(item, self._infra(item, "not started before the caller's deadline",
-                                                "not_started_before_deadline"))
+                                                NOT_STARTED_BEFORE_DEADLINE))
                 continue
             ref = node.actor.verify.remote(item.shipped, item.case_names, item.candidate)
             node.in_flight[ref] = item

@@ -38,7 +38,7 @@ from typing import Any
 from amdkv.config import VerifierConfig
 from amdkv.errors import AmdkvError, BadInputError, InfrastructureError, TaskFormatError
 from amdkv.serve.protocol import HEALTH_PATH, PROTOCOL, PROTOCOL_MAJOR, TOKEN_ENV, VERIFY_PATH
-from amdkv.verify.api import BaseVerifier, as_task
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, BaseVerifier, as_task
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.verdict import Verdict, infra_error_verdict
@@ -156,7 +156,7 @@ class RemoteVerifier(BaseVerifier):
         while True:
             if deadline is not None and time.monotonic() > deadline:
                 return self._infra(p, "not sent before the caller's deadline (the service was busy or unreachable)",
-                                   "not_started_before_deadline")
+                                   NOT_STARTED_BEFORE_DEADLINE)
             body = self._body(p, deadline)
             timeout = self.timeout if deadline is None else max(1.0, deadline - time.monotonic()) + 30.0
             try:

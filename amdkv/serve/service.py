@@ -42,10 +42,11 @@ from amdkv.serve.protocol import (DEFAULT_DEADLINE_S, DEFAULT_MAX_BODY_BYTES, DE
                                   DEFAULT_REQUEST_TTL_S, PROTOCOL, TASKS_PATH, TOKEN_ENV, ServiceError,
                                   error_object, is_loopback)
 from amdkv.tasks.types import Task, task_source_hash
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE
 from amdkv.verify.candidate import Candidate, source_sha256
 from amdkv.verify.verdict import INFRA_ERROR, VERDICT_SCHEMA_VERSION, Verdict
 
-DEADLINE_REASONS = ("not_started_before_deadline", "deadline_exceeded")
+DEADLINE_REASONS = (NOT_STARTED_BEFORE_DEADLINE, "deadline_exceeded")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -285,6 +285,11 @@ class LocalVerifier(BaseVerifier):
         shutil.rmtree(self._scratch, ignore_errors=True)
 
 
+# the `infra_error` reason of work a caller's deadline passed before it started: not a failure of
+# the candidate or the machine, so callers (gen's wall budget, eval's budget) leave it for a re-run
+NOT_STARTED_BEFORE_DEADLINE = "not_started_before_deadline"
+
+
 def deadline_passed(deadline: float | None) -> bool:
     return deadline is not None and time.monotonic() > deadline
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import AmdkvError
-from amdkv.verify.api import LocalVerifier, deadline_passed
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.verdict import INFRA_ERROR, RUNTIME_ERROR, TIMEOUT, Verdict
 
@@ -278,7 +278,7 @@ class MultiGpuScheduler(LocalVerifier):
                         if deadline_passed(item.deadline):
                             self._resolve(item, self.infra_verdict(item.task, item.candidate,
                                                                    "not started before the caller's deadline",
-                                                                   reason="not_started_before_deadline"))
+                                                                   reason=NOT_STARTED_BEFORE_DEADLINE))
                             break  # look at the queue again from the start
                         g.running += 1
                         g.started += 1

@@ -28,7 +28,7 @@ from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify import fork_server, os_sandbox, static_checks
-from amdkv.verify.api import LocalVerifier, deadline_passed
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
@@ -178,7 +178,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
     def _run(self, task: Task, candidate: Candidate, deadline: float | None) -> Verdict:
         if deadline_passed(deadline):
             return self.infra_verdict(task, candidate, "not started before the caller's deadline",
-                                      reason="not_started_before_deadline")
+                                      reason=NOT_STARTED_BEFORE_DEADLINE)
         try:
             return self.verify_now(task, candidate)
         except Exception as exc:  # noqa: BLE001 - a harness bug is an infra_error, never the candidate's
