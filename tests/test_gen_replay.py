@@ -256,3 +256,25 @@ def test_wall_budget_reaches_the_verifier(tmp_path, verifier):
     assert rerun.exit_code == 0
     (rec,) = run_trajectories(out)
     assert statuses(rec) == ["ok"]
+
+
+def test_replaying_other_replies_under_the_same_file_name_is_refused(tmp_path, verifier):
+    """A run folder's identity holds the replayed replies themselves: the same file again resumes
+    (nothing generated twice), an edited file of the same name is refused, not mixed in."""
+    from amdkv.errors import BadInputError
+    from amdkv.gen.replay import reference_solution
+    from amdkv.tasks.suites import load_suite
+
+    task = next(t for t in load_suite("builtin:all") if t.id == "l1_relu")
+    good = reference_solution(task, "triton")
+    samples = tmp_path / "replay.jsonl"
+    samples.write_text(json.dumps({"task_id": "l1_relu", "samples": [good]}) + "\n")
+    out = tmp_path / "run"
+    assert run_gen(settings(out, "l1_relu", turns=1, replay_from=str(samples)), verifier=verifier,
+                   progress=False).exit_code == 0
+    again = run_gen(settings(out, "l1_relu", turns=1, replay_from=str(samples)), verifier=verifier, progress=False)
+    assert again.exit_code == 0 and len(run_trajectories(out)) == 1
+    samples.write_text(json.dumps({"task_id": "l1_relu", "samples": [good.replace("0.0)", "0.5)")]}) + "\n")
+    with pytest.raises(BadInputError, match="replay_sha256"):
+        run_gen(settings(out, "l1_relu", turns=1, replay_from=str(samples)), verifier=verifier, progress=False)
+    assert len(run_trajectories(out)) == 1, "the refused run must not add records"

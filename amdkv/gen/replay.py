@@ -23,6 +23,7 @@ solution last), `think` (a `<think>` block before the solution).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -64,6 +65,14 @@ class StoredReplay(_ReplayBase):
     def __init__(self, runs: Mapping[str, Sequence[Sequence[Reply]]], model: str = "replay") -> None:
         super().__init__(model)
         self.runs = {k: [list(r) for r in v] for k, v in runs.items()}
+
+    @property
+    def content_sha256(self) -> str:
+        """What this client would answer, hashed: a run folder's identity (gen/rundir.py) holds it,
+        so a re-run that replays other replies (another file of the same name, an edited file) is
+        refused instead of resumed into the same folder."""
+        body = {task: [[reply.to_dict() for reply in run] for run in runs] for task, runs in sorted(self.runs.items())}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     @classmethod
     def from_path(cls, path: str | Path, model: str | None = None) -> "StoredReplay":

@@ -114,16 +114,21 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
     started = time.monotonic()
     out = Path(settings.out)
     tasks = select_tasks(settings)
+    own_client = client is None
+    if own_client and settings.replay_from:  # parsed now (no resources to close): its replies join the identity
+        client = build_client(settings, tasks)
     identity = {"model": settings.model_name, **settings.agent.identity()}
     if settings.script:  # a scripted replay's script decides its replies as a model's weights do
         identity["replay_script"] = settings.script
+    replay_sha = getattr(client, "content_sha256", None)
+    if replay_sha:  # stored replay: the replies it serves, not the file's name
+        identity["replay_sha256"] = replay_sha
     run_key = open_manifest(out, identity, {
         "tasks": settings.tasks, "task_ids": list(settings.task_ids), "samples": settings.agent.samples,
         "llm": settings.llm, "base_url": settings.base_url, "replay_from": settings.replay_from,
         "script": settings.script, "verifier_url": settings.verifier_url, "device": settings.verifier.device})
     records = RecordStore(out / "records")
     agent = agent_for(settings.agent, model=settings.model_name, run_key=run_key)
-    own_client = client is None
     client = client or build_client(settings, tasks)
     try:
         work, skipped = _plan(tasks, agent, client, records, settings)
