@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from amdkv.gen.agent import Abandon, Ask, Attempt, Finish, KernelGenAgent, Step, Verify
 from amdkv.gen.llm import ClientConfigError, ContextTooLong, ReplayExhausted, RequestContext
-from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE
+from amdkv.verify.api import DEADLINE_REASONS, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.verdict import INFRA_ERROR, OK
 
@@ -229,7 +229,7 @@ class GenPipeline:
                          origin={**self.agent.origin(lead), "turn": lead.turn})
         try:
             # the wall budget reaches the verifier too: what has not started by then comes back at
-            # once (NOT_STARTED_BEFORE_DEADLINE) instead of running past --max-wall
+            # once (not_started_before_deadline) instead of running past --max-wall
             fut = self.verifier.submit(lead.task, cand, deadline=self.settings.deadline)
         except Exception as exc:  # noqa: BLE001 - bad task or closed verifier: these attempts cannot go on
             for a in attempts:
@@ -329,9 +329,11 @@ class GenPipeline:
             vd = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
         except Exception as exc:  # noqa: BLE001 - ... a remote one raises when the service stays unreachable
             vd = {"status": INFRA_ERROR, "reason": "verifier_unreachable", "diagnostics": f"{type(exc).__name__}: {exc}"}
-        if vd.get("status") == INFRA_ERROR and vd.get("reason") == NOT_STARTED_BEFORE_DEADLINE:
-            # the wall budget ran out before this verification started: no verdict, no retry; the
-            # attempt is left for a re-run, which resumes it (its replies are in the request cache)
+        cut_by_budget = vd.get("reason") in DEADLINE_REASONS and deadline_passed(self.settings.deadline)
+        if vd.get("status") == INFRA_ERROR and cut_by_budget:
+            # the wall budget ran out before this verification started (or, through amdkv serve,
+            # before it finished): no verdict, no retry; the attempt is left for a re-run, which
+            # resumes it (its replies are in the request cache)
             self._accepting()
             for a in attempts:
                 self._abandon(Abandon(a, self.result.stopped or "wall_budget"))

@@ -42,11 +42,9 @@ from amdkv.serve.protocol import (DEFAULT_DEADLINE_S, DEFAULT_MAX_BODY_BYTES, DE
                                   DEFAULT_REQUEST_TTL_S, PROTOCOL, TASKS_PATH, TOKEN_ENV, ServiceError,
                                   error_object, is_loopback)
 from amdkv.tasks.types import Task, task_source_hash
-from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE
+from amdkv.verify.api import DEADLINE_EXCEEDED, DEADLINE_REASONS
 from amdkv.verify.candidate import Candidate, source_sha256
 from amdkv.verify.verdict import INFRA_ERROR, VERDICT_SCHEMA_VERSION, Verdict
-
-DEADLINE_REASONS = (NOT_STARTED_BEFORE_DEADLINE, "deadline_exceeded")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,7 +279,7 @@ class VerificationService:
         except asyncio.TimeoutError:
             verdict = self.verifier.infra_verdict(
                 job.task, job.candidate, f"still running when its deadline of {job.deadline_s:g} s passed; the run "
-                "goes on and its verdict lands in the verdict cache (when on)", reason="deadline_exceeded")
+                "goes on and its verdict lands in the verdict cache (when on)", reason=DEADLINE_EXCEEDED)
         except Exception as exc:  # noqa: BLE001 - the verifier's future failed instead of giving a verdict
             verdict = self.verifier.infra_verdict(job.task, job.candidate, exc)
         if verdict.reason in DEADLINE_REASONS and verdict.status == INFRA_ERROR:

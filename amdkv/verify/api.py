@@ -285,9 +285,12 @@ class LocalVerifier(BaseVerifier):
         shutil.rmtree(self._scratch, ignore_errors=True)
 
 
-# the `infra_error` reason of work a caller's deadline passed before it started: not a failure of
-# the candidate or the machine, so callers (gen's wall budget, eval's budget) leave it for a re-run
+# `infra_error` reasons of work a caller's deadline cut: not started by then, or (amdkv serve) still
+# running then. Not a failure of the candidate or the machine, so callers (gen's wall budget, eval's
+# budget) leave such work for a re-run.
 NOT_STARTED_BEFORE_DEADLINE = "not_started_before_deadline"
+DEADLINE_EXCEEDED = "deadline_exceeded"
+DEADLINE_REASONS = (NOT_STARTED_BEFORE_DEADLINE, DEADLINE_EXCEEDED)
 
 
 def deadline_passed(deadline: float | None) -> bool:

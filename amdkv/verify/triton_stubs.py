@@ -12,7 +12,8 @@ Off by default since 2026-12-02 (`AMDKV_SEED_TRITON_STUBS`, config.py): on the H
 reference workers given the seeded helper died with SIGSEGV (inside Triton's `_init_handles`, or
 while garbage-collecting) in 4-8 of ~15 workers per 30-s run with every other setting varied, and in
 none of 24 with seeding off (benchmarks/crash_probe.py; docs/gpu.md, Known gaps). Why is not known:
-the copy is byte-identical to the file Triton builds. One real fault was found and fixed here: spares
+the copy is built from the same source with the same flags under the same cache key as the file
+Triton builds (not compared byte for byte on the GPU machine). One real fault was found and fixed here: spares
 started from several threads at once each built the helper and wrote the same temporary file, so a
 spare could copy a file another thread was still writing; now one thread builds, the others wait.
 
