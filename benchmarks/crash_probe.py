@@ -14,6 +14,7 @@ crashed attempts and where they died, so the cause is narrowed by experiment, no
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -50,6 +51,42 @@ def crash_counts(stderr: str) -> dict[str, int]:
     return counts
 
 
+STUB_PROBE = """
+import hashlib, json, os, sys
+import triton
+from triton.runtime.cache import get_cache_manager
+triton.runtime.driver.active.get_current_device()  # Triton builds its own cuda_utils into TRITON_CACHE_DIR
+found = [os.path.join(d, f) for d, _, fs in os.walk(os.environ["TRITON_CACHE_DIR"]) for f in fs if f.startswith("cuda_utils")]
+print(json.dumps({p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in found}))
+"""
+
+
+def stub_comparison(work: Path) -> dict[str, object]:
+    """The helper the parent seeds against the one Triton builds itself in a fresh process: same
+    bytes? If not, which dynamic symbols or needed libraries differ (the crash's likeliest lead),
+    and the compiler-related environment the parent built it in."""
+    from amdkv.verify.triton_stubs import cuda_driver_stub
+
+    stub = cuda_driver_stub(str(work / "stub-root"))
+    env_keys = ("CC", "CFLAGS", "CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH", "LD_LIBRARY_PATH", "TRITON_LIBCUDA_PATH")
+    out: dict[str, object] = {"parent_env": {k: os.environ.get(k) for k in env_keys if os.environ.get(k)}}
+    if stub is None:
+        return {**out, "seeded": None, "note": "no stub can be built here (no libcuda)"}
+    key, seeded = stub
+    cache = work / "own-build-cache"
+    env = {**os.environ, "TRITON_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-c", STUB_PROBE], env=env, capture_output=True, text=True, timeout=300)
+    own = json.loads((proc.stdout.strip().splitlines() or ["{}"])[-1]) if proc.returncode == 0 else {}
+    seeded_sha = hashlib.sha256(Path(seeded).read_bytes()).hexdigest()
+    out.update(seeded=seeded, seeded_sha256=seeded_sha, own_builds=own, same_bytes=seeded_sha in own.values(),
+               own_build_error=proc.stderr[-1500:] if proc.returncode else None)
+    for label, path in [("seeded", seeded), *(("own", p) for p in own)][:2]:
+        for tool, flags in (("readelf", ["-d"]), ("nm", ["-D", "--defined-only"])):
+            res = subprocess.run([tool, *flags, path], capture_output=True, text=True)
+            out[f"{label}_{tool}"] = res.stdout[-3000:]
+    return out
+
+
 def one_variant(args: argparse.Namespace) -> int:
     """The child: one amdkv phase over TritonBench-G's references, summary JSON on stdout's last line."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -78,6 +115,13 @@ def main() -> int:
         return one_variant(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    Path(args.work).mkdir(parents=True, exist_ok=True)
+    try:
+        comparison = stub_comparison(Path(args.work))
+    except Exception as exc:  # noqa: BLE001 - a lead, not the probe's point: record why it failed
+        comparison = {"error": f"{type(exc).__name__}: {exc}"}
+    (out / "stub_comparison.json").write_text(json.dumps(comparison, indent=1))
+    print("seeded helper vs Triton's own build: same bytes =", comparison.get("same_bytes"), flush=True)
     rows = []
     for name in args.variants.split(","):
         env = {**os.environ, **VARIANTS[name]}

@@ -45,3 +45,15 @@ def test_a_clean_run_counts_nothing_and_every_variant_changes_a_real_setting():
     known = {row["env"] for row in settings_table()} | {"AMDKV_PROBE_JOBS"}
     for name, env in crash_probe.VARIANTS.items():
         assert set(env) <= known, f"variant {name} sets a variable amdkv does not read: {set(env) - known}"
+
+
+def test_stub_comparison_says_when_no_helper_can_be_built(tmp_path, monkeypatch):
+    """Where no libcuda exists (this machine) there is nothing to compare, and the record says so
+    instead of failing the probe; the parent's compiler environment is recorded either way."""
+    from amdkv.verify import triton_stubs
+
+    monkeypatch.setattr(triton_stubs, "cuda_driver_stub", lambda root: None)
+    monkeypatch.setenv("LIBRARY_PATH", "/opt/example/stubs")
+    got = crash_probe.stub_comparison(tmp_path)
+    assert got["seeded"] is None and "no libcuda" in got["note"]
+    assert got["parent_env"]["LIBRARY_PATH"] == "/opt/example/stubs"
