@@ -355,7 +355,7 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--kernelbench", type=Path, help="KernelBench checkout (KernelBench/level1, src/kernelbench)")
@@ -375,7 +375,7 @@ def main() -> int:
                          "inputs and float64 goldens go to the reference cache)")
     ap.add_argument("--kb-jobs", type=int, default=4, help="amdkv: KernelBench candidates at once (host memory)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     budgets = dict(DEFAULT_BUDGETS)
     for item in filter(None, args.budgets.split(",")):
         k, _, v = item.partition("=")
@@ -436,13 +436,25 @@ def main() -> int:
             "ref_passes": len(passes), "ref_passes_ok": sum(1 for t in passes if amdkv["tasks"].get(t, {}).get("status") == "ok"),
             "ref_passes_not_ok": {t: amdkv["tasks"].get(t) for t in passes
                                   if amdkv["tasks"].get(t, {}).get("status") != "ok"}}
+        # after every benchmark, not only at the end: a device call cut during the next benchmark
+        # (session 12's was, in the ROCm harness phase) keeps the tables of those that finished
+        write_report(out, report)
+        log.flush()
     log.close()
-    report.setdefault("platform", None)
-    report.setdefault("device", None)
-    (out / "external_gpu.json").write_text(json.dumps(report, indent=1, default=str))
-    (out / "external_gpu.md").write_text(markdown(report))
+    write_report(out, report)
     print((out / "external_gpu.md").read_text())
     return 0
+
+
+def write_report(out: Path, report: dict[str, Any]) -> None:
+    """external_gpu.json and .md for the benchmarks finished so far (each file replaced whole)."""
+    report.setdefault("platform", None)
+    report.setdefault("device", None)
+    for name, text in (("external_gpu.json", json.dumps(report, indent=1, default=str)),
+                       ("external_gpu.md", markdown(report))):
+        part = out / f".{name}.part"
+        part.write_text(text)
+        part.replace(out / name)
 
 
 if __name__ == "__main__":

@@ -67,3 +67,29 @@ def test_harness_runner_budget_timeout_and_comparison(tmp_path: Path) -> None:
     counts = cmp["counts"]
     assert (counts["both_pass"], counts["amdkv_only"], counts["both_fail"], counts["not_compared"]) == (1, 1, 1, 1)
     assert [d["task_id"] for d in cmp["disagreements"]] == ["b"]
+
+
+def test_a_call_cut_during_a_later_benchmark_keeps_the_earlier_tables(tmp_path: Path, monkeypatch) -> None:
+    """The GPU call is cut by its step limit (SIGINT, then SIGKILL): the report is written after every
+    benchmark, so the one that finished is on disk when the next one is interrupted."""
+    import pytest
+
+    script = _script()
+    real_phase = script.amdkv_phase
+
+    def phase(name, *args, **kwargs):
+        if name == "tbg":
+            raise KeyboardInterrupt  # what gpu_check.sh's timeout -s INT does to the step
+        return real_phase(name, *args, **kwargs)
+
+    monkeypatch.setattr(script, "amdkv_phase", phase)
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        script.main(["--out", str(out), "--device", "cpu", "--jobs", "2", "--kernelbench", str(DATA / "kernelbench"),
+                     "--geak-eval", str(DATA / "rocm"), "--tritonbench", str(DATA / "tritonbench"),
+                     "--tbg-source", "thunlp", "--only", "kb,tbg"])
+    report = json.loads((out / "external_gpu.json").read_text())
+    assert list(report["benchmarks"]) == ["kb"] and report["benchmarks"]["kb"]["amdkv"]["status_counts"] == {"ok": 2}
+    assert "## KernelBench level 1" in (out / "external_gpu.md").read_text()
+    assert not list(out.glob(".*.part")), "no half-written report file left behind"
