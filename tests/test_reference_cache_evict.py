@@ -60,3 +60,24 @@ def test_an_evicted_reference_is_recomputed_to_the_same_verdict(tmp_path, monkey
         assert verifier.reference_runs == runs + 1  # recomputed, not read
     assert first.status == again.status == "ok", (first.diagnostics, again.diagnostics)
     assert relu_entries & entries(cache)
+
+
+def test_no_walk_while_the_last_one_says_the_cache_is_far_under_its_cap(tmp_path, monkeypatch):
+    """A walk of refs/ before every new reference cost seconds per task in a large cache; within a
+    minute of the last walk and far under the cap, none is made; past the minute, or with the cap
+    below the last total, it is."""
+    from amdkv.verify import reference_cache
+
+    fake_entry(tmp_path, "aa0001", 1000, 3600.0)
+    walks = []
+    real = reference_cache._walk_and_evict
+    monkeypatch.setattr(reference_cache, "_walk_and_evict", lambda *a: walks.append(a) or real(*a))
+    t0 = time.time()
+    assert evict(tmp_path, cap_bytes=2**40, now=t0)[1] == 1000 + len("{}")
+    assert len(walks) == 1
+    _, estimate = evict(tmp_path, cap_bytes=2**40, now=t0 + 10)
+    assert len(walks) == 1 and estimate >= 1000 + len("{}"), "a walk 10 s after the last, far under the cap"
+    evict(tmp_path, cap_bytes=2**40, now=t0 + reference_cache.EVICT_REWALK_S + 1)
+    assert len(walks) == 2, "no walk after the re-walk interval"
+    removed, _ = evict(tmp_path, cap_bytes=500, now=t0 + reference_cache.EVICT_REWALK_S + 2)
+    assert len(walks) == 3 and [k for k, _ in removed] == ["aa0001"], "a cap below the last total must walk"
