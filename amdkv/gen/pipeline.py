@@ -274,7 +274,8 @@ class GenPipeline:
             self._set_functional(attempts, {**outcome, "status": "no_program", "reason": reason})
             return
         try:
-            vfut = self.functional_verifier.submit(task, Candidate(source=ex.code, origin={"stage": "functional"}))
+            vfut = self.functional_verifier.submit(task, Candidate(source=ex.code, origin={"stage": "functional"}),
+                                                   deadline=self.settings.deadline)
         except Exception as exc:  # noqa: BLE001 - no functional verifier or a bad task: go on without it
             self._set_functional(attempts, {**outcome, "status": "not_verified", "reason": repr(exc)[:200]})
             return
