@@ -35,8 +35,9 @@ VARIANTS: dict[str, dict[str, str]] = {
     "no_blocking_sync": {"AMDKV_BLOCKING_SYNC": "0"},
     "all_off": {"AMDKV_SPARE_START": "exec", "AMDKV_SANDBOX": "off", "AMDKV_PREWARM_PROFILER": "0",
                 "AMDKV_BLOCKING_SYNC": "0"},
-    "one_job": {"AMDKV_PROBE_JOBS": "1"},
+    "one_job": {},
 }
+VARIANT_JOBS = {"one_job": 1}  # no concurrency: the same settings, one reference worker at a time
 
 
 def crash_counts(stderr: str) -> dict[str, int]:
@@ -93,9 +94,8 @@ def one_variant(args: argparse.Namespace) -> int:
     from external_gpu import amdkv_phase
 
     spec = f"tritonbench-g:{args.geak_eval}?index={args.tritonbench}/data/TritonBench_G_v1.json"
-    jobs = int(os.environ.get("AMDKV_PROBE_JOBS") or args.jobs)  # the `one_job` setting: no concurrency
     res = amdkv_phase(f"probe_{args.variant}", spec, Path(args.work), policy="strict", device="auto",
-                      jobs=jobs, budget=args.budget, timeout=None)
+                      jobs=args.jobs, budget=args.budget, timeout=None)
     print(json.dumps({"verified": res["verified"], "seconds": res["seconds"], "status_counts": res["status_counts"]}))
     return 0
 
@@ -127,7 +127,7 @@ def main() -> int:
         env = {**os.environ, **VARIANTS[name]}
         t0 = time.monotonic()
         proc = subprocess.run([sys.executable, __file__, "--variant", name, "--out", args.out, "--geak-eval", args.geak_eval,
-                               "--tritonbench", args.tritonbench, "--jobs", str(args.jobs), "--budget", str(args.budget),
+                               "--tritonbench", args.tritonbench, "--jobs", str(VARIANT_JOBS.get(name, args.jobs)), "--budget", str(args.budget),
                                "--work", args.work], env=env, capture_output=True, text=True, timeout=args.budget + 120)
         (out / f"{name}.stderr.txt").write_text(proc.stderr[-400_000:])
         last = (proc.stdout.strip().splitlines() or ["{}"])[-1]

@@ -58,6 +58,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from report_files import write_report  # noqa: E402
+
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
 
 # KernelBench level 1's references total hundreds of GB: past this size, entries not used within the
 # verifier's window (2 x --timeout + 60 s) are evicted, oldest first (one candidate per task: none is
@@ -178,7 +183,7 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
         shutil.rmtree(run_dir / "cache", ignore_errors=True)
     records = [json.loads(line) for line in (run_dir / "run" / "results.jsonl").read_text().splitlines() if line]
     by_task = {r["task_id"]: r["verdict"] for r in records}
-    started = [v for v in by_task.values() if v.get("reason") != "not_started_before_deadline"]
+    started = [v for v in by_task.values() if v.get("reason") != NOT_STARTED_BEFORE_DEADLINE]
     return {"spec": spec, "policy": policy, "n_tasks": len(tasks), "load_s": round(load_s, 2),
             "seconds": round(elapsed, 2), "verified": len(started),
             "per_minute": round(60 * len(started) / elapsed, 2) if elapsed else None,
@@ -304,7 +309,7 @@ def compare(kind: str, amdkv: dict[str, Any], harness: dict[str, Any]) -> dict[s
     for tid, ours in sorted(amdkv["tasks"].items()):
         res = (harness.get("tasks") or {}).get(tid, {"not_run": "harness unavailable"})
         theirs = harness_pass(kind, res)
-        if theirs is None or ours["status"] in ("infra_error",) or ours["reason"] == "not_started_before_deadline":
+        if theirs is None or ours["status"] in ("infra_error",) or ours["reason"] == NOT_STARTED_BEFORE_DEADLINE:
             counts["not_compared"] += 1
             continue
         mine = ours["status"] == "ok"
@@ -331,7 +336,7 @@ def markdown(report: dict[str, Any]) -> str:
         if not b:
             continue
         a, h, c = b["amdkv"], b["harness"], b["comparison"]
-        done = [r for r in a["tasks"].values() if r["reason"] != "not_started_before_deadline"]
+        done = [r for r in a["tasks"].values() if r["reason"] != NOT_STARTED_BEFORE_DEADLINE]
         biggest = max((r.get("input_bytes") or 0 for r in done), default=0)
         out += [f"## {title}", "",
                 f"- suite `{a['spec']}`, {a['n_tasks']} tasks, policy `{a['policy']}`, {a['trials']} seeded trial(s)"
@@ -397,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
 
     env_facts = dict(collect_env(with_gpu=args.device != "cpu"))
     report: dict[str, Any] = {"created": time.strftime("%Y-%m-%d %H:%M:%S"), "env": env_facts, "budgets": budgets,
-                              "args": {k: str(v) for k, v in vars(args).items()}, "benchmarks": {}}
+                              "args": {k: str(v) for k, v in vars(args).items()}, "benchmarks": {},
+                              "platform": None, "device": None}
     log = open(out / "harness.jsonl", "w")
     plan = []
     if "kb" in only and args.kernelbench:
@@ -438,23 +444,12 @@ def main(argv: list[str] | None = None) -> int:
                                   if amdkv["tasks"].get(t, {}).get("status") != "ok"}}
         # after every benchmark, not only at the end: a device call cut during the next benchmark
         # (session 12's was, in the ROCm harness phase) keeps the tables of those that finished
-        write_report(out, report)
+        write_report(out, "external_gpu", report, markdown)
         log.flush()
     log.close()
-    write_report(out, report)
-    print((out / "external_gpu.md").read_text())
+    print(write_report(out, "external_gpu", report, markdown))
     return 0
 
-
-def write_report(out: Path, report: dict[str, Any]) -> None:
-    """external_gpu.json and .md for the benchmarks finished so far (each file replaced whole)."""
-    report.setdefault("platform", None)
-    report.setdefault("device", None)
-    for name, text in (("external_gpu.json", json.dumps(report, indent=1, default=str)),
-                       ("external_gpu.md", markdown(report))):
-        part = out / f".{name}.part"
-        part.write_text(text)
-        part.replace(out / name)
 
 
 if __name__ == "__main__":

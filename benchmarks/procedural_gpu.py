@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-NOT_STARTED = "not_started_before_deadline"
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE as NOT_STARTED
 
 
 def _geomean(xs: list[float]) -> float | None:

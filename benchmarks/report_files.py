@@ -9,10 +9,13 @@ from typing import Any, Callable
 
 
 def write_report(out: Path, stem: str, res: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> str:
-    """Write out/STEM.json and out/STEM.md from `res`; returns the markdown."""
-    (out / f"{stem}.json").write_text(json.dumps(res, indent=1, default=str))
+    """Write out/STEM.json and out/STEM.md from `res`, each replaced whole (a run killed while
+    writing leaves the previous phase's file, never half of one); returns the markdown."""
     md = render(res)
-    (out / f"{stem}.md").write_text(md)
+    for path, text in ((out / f"{stem}.json", json.dumps(res, indent=1, default=str)), (out / f"{stem}.md", md)):
+        part = path.with_name(f".{path.name}.part")
+        part.write_text(text)
+        part.replace(path)
     return md
 
 

@@ -48,6 +48,8 @@ from host_cpu import busy_core_seconds, busy_pct, host_cpu_ticks  # noqa: E402
 from parent_profile import ParentProfile  # noqa: E402
 from report_files import write_report  # noqa: E402
 
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
+
 
 def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]]:
     from amdkv.tasks.builtin import solution_path
@@ -87,7 +89,7 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
 
     def on_result(task: Any, cand: str, verdict: Any) -> None:
         with lock:
-            if verdict.reason != "not_started_before_deadline":
+            if verdict.reason != NOT_STARTED_BEFORE_DEADLINE:
                 done_at.append(time.monotonic() - t_start)
 
     def factory(i: int) -> Any:
@@ -107,7 +109,7 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         cpu1 = host_cpu_ticks()
         wall = time.monotonic() - t_start
         stats = sched.stats()
-    run = [v for v in verdicts if v.reason != "not_started_before_deadline"]
+    run = [v for v in verdicts if v.reason != NOT_STARTED_BEFORE_DEADLINE]
     statuses: dict[str, int] = {}
     for v in run:
         statuses[v.status] = statuses.get(v.status, 0) + 1

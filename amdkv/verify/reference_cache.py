@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import amdkv
@@ -102,8 +101,7 @@ class _Walk:
     free: int    # free bytes on refs/'s file system then
 
 
-_LAST_WALK: dict[str, _Walk] = {}
-_LAST_WALK_LOCK = threading.Lock()
+_LAST_WALK: dict[str, _Walk] = {}  # by refs/ path; one get or set at a time is atomic in CPython
 
 
 def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, min_age_s: float = EVICT_MIN_AGE_S,
@@ -130,15 +128,13 @@ def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, min_age_s: float
     if not root.is_dir():
         return [], 0
     now = time.time() if now is None else now
-    with _LAST_WALK_LOCK:
-        last = _LAST_WALK.get(str(root))
+    last = _LAST_WALK.get(str(root))
     if last is not None and 0 <= now - last.at < rewalk_s:
         estimate = last.total + max(0, last.free - shutil.disk_usage(root).free)
         if estimate <= cap_bytes:
             return [], estimate
     removed, total = _walk_and_evict(root, cap_bytes, min_age_s, now)
-    with _LAST_WALK_LOCK:
-        _LAST_WALK[str(root)] = _Walk(at=now, total=total, free=shutil.disk_usage(root).free)
+    _LAST_WALK[str(root)] = _Walk(at=now, total=total, free=shutil.disk_usage(root).free)
     return removed, total
 
 

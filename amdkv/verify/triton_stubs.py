@@ -13,9 +13,10 @@ reference workers given the seeded helper died with SIGSEGV (inside Triton's `_i
 while garbage-collecting) in 4-8 of ~15 workers per 30-s run with every other setting varied, and in
 none of 24 with seeding off (benchmarks/crash_probe.py; docs/gpu.md, Known gaps). Why is not known:
 the copy is built from the same source with the same flags under the same cache key as the file
-Triton builds (not compared byte for byte on the GPU machine). One real fault was found and fixed here: spares
-started from several threads at once each built the helper and wrote the same temporary file, so a
-spare could copy a file another thread was still writing; now one thread builds, the others wait.
+Triton builds (not yet compared byte for byte on the GPU machine: crash_probe.stub_comparison does).
+One real fault was found and fixed here: spares started from several threads at once each built
+the helper and wrote the same temporary file, so a spare could copy a file another thread was still
+writing; now one thread builds, the others wait.
 
 The build uses Triton's private `triton.runtime.build._build` and `triton.runtime.cache._base32`; any failure (no libcuda on this
 machine, another Triton version) returns None and spares build the helper themselves, as before:
