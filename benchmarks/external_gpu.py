@@ -281,7 +281,7 @@ def kb_harness(kb_root: Path, amdkv: dict[str, Any], env: dict[str, str], work: 
 
 
 def geak_harness(kind: str, geak_root: Path, amdkv: dict[str, Any], env: dict[str, str], work: Path, *,
-                 workers: int, budget: float, log: Any) -> dict[str, Any]:
+                 workers: int, budget: float, per_job_timeout: float, log: Any) -> dict[str, Any]:
     if not (geak_root / "geak_eval" / "evaluators" / "interface.py").is_file():
         return {"unavailable": f"no geak_eval/evaluators/interface.py under {geak_root}"}
     driver = work / "geak_driver.py"
@@ -289,7 +289,8 @@ def geak_harness(kind: str, geak_root: Path, amdkv: dict[str, Any], env: dict[st
     jobs = candidate_jobs(amdkv, work, kind, env, geak_root,
                           lambda tid, cand, folder: [sys.executable, str(driver), kind, str(cand), f"{tid}.py",
                                                      str(folder)])
-    return run_harness(f"geak-{kind}", jobs, workers=workers, budget=budget, per_job_timeout=300, log=log)
+    return run_harness(f"geak-{kind}", jobs, workers=workers, budget=budget, per_job_timeout=per_job_timeout,
+                       log=log)
 
 
 # ----------------------------------------------------------------------------------------- comparing
@@ -372,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--harness-workers", type=int, default=8, help="GEAK-eval harness processes at once")
     ap.add_argument("--harness-site", default=None, help="folder with the harness's wheels installed (--target)")
     ap.add_argument("--timeout", type=float, default=120.0, help="amdkv: seconds per candidate process")
+    ap.add_argument("--harness-timeout", type=float, default=300.0,
+                    help="GEAK-eval harness: seconds per task process (a budget stops starting tasks; this bounds "
+                         "the ones already running, so a phase ends by budget + this)")
     ap.add_argument("--budgets", default="", help="phase=seconds,... (defaults: %s)" % DEFAULT_BUDGETS)
     ap.add_argument("--only", default="kb,tbg,rocm", help="benchmarks to run: kb,tbg,rocm")
     ap.add_argument("--levels", default="1", help="KernelBench levels (the issue asks for level 1)")
@@ -432,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
                 if harness_root else {}
             harness = geak_harness(key, Path(harness_root or "."),
                                    amdkv, henv, work, workers=args.harness_workers,
-                                   budget=budgets[f"{key}_harness"], log=log)
+                                   budget=budgets[f"{key}_harness"], per_job_timeout=args.harness_timeout,
+                                   log=log)
         comparison = compare(key, amdkv, harness)
         passes = [t for t, r in (harness.get("tasks") or {}).items() if harness_pass(key, r)]
         judged = [t for t, r in (harness.get("tasks") or {}).items() if harness_pass(key, r) is not None]
