@@ -65,6 +65,7 @@ class VerifierConfig:
     spares: int | None = _field(None, "AMDKV_SPARES", "warm worker processes kept per GPU (unset: one per concurrent candidate)")
     trials: int = _field(3, "AMDKV_TRIALS", "seeded trials per correctness case", verdict=True)
     timeout: float | None = _field(None, "AMDKV_TIMEOUT", "seconds a candidate's process may run (unset: 90 on cpu, 180 on GPUs)", verdict=True)
+    reference_timeout: float | None = _field(None, "AMDKV_REFERENCE_TIMEOUT", "seconds a task's reference worker may run (all its cases and trials); past it the task is unverifiable (unset: the candidate timeout, at least 300)", verdict=True)
     archs: tuple[str, ...] = _field((), "AMDKV_ARCHS", "AMD targets to also compile for, e.g. `gfx942,gfx950`", verdict=True)
     time_performance: bool = _field(True, "AMDKV_TIME_PERFORMANCE", "time performance cases on GPUs (0: correctness only)", verdict=True)
     compile_baseline: bool = _field(True, "AMDKV_COMPILE_BASELINE", "also time torch.compile of the reference on GPUs", verdict=True)

@@ -147,7 +147,7 @@ GEAK_DRIVER = textwrap.dedent("""\
 
 # ------------------------------------------------------------------------------------------ amdkv
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
-                timeout: float | None, trials: int = 3) -> dict[str, Any]:
+                timeout: float | None, trials: int = 3, reference_timeout: float | None = None) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
     run folder under `work` (not OUT: only the summaries come back from the GPU machine)."""
     from amdkv.config import VerifierConfig
@@ -172,7 +172,8 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
                             deadline=t0 + budget, bootstrap=200,
                             config=VerifierConfig.from_env(compile_baseline=False, verdict_cache=False,
                                                            cache_dir=str(run_dir / "cache"),
-                                                           reference_cache_gib=REFERENCE_CACHE_GIB))
+                                                           reference_cache_gib=REFERENCE_CACHE_GIB,
+                                                           reference_timeout=reference_timeout))
     try:
         outcome = run_eval(settings, progress=True)
         elapsed = time.monotonic() - t0  # the cache's deletion below is not the benchmark's time
@@ -326,6 +327,23 @@ def compare(kind: str, amdkv: dict[str, Any], harness: dict[str, Any]) -> dict[s
     return {"counts": counts, "disagreements": rows}
 
 
+def benchmark_entry(key: str, amdkv: dict[str, Any], harness: dict[str, Any]) -> dict[str, Any]:
+    """One benchmark's section of the report: both sides, their comparison, the reference counts."""
+    passes = [t for t, r in (harness.get("tasks") or {}).items() if harness_pass(key, r)]
+    judged = [t for t, r in (harness.get("tasks") or {}).items() if harness_pass(key, r) is not None]
+    return {"amdkv": amdkv, "harness": harness, "comparison": compare(key, amdkv, harness),
+            "harness_judged": len(judged), "ref_passes": len(passes),
+            "ref_passes_ok": sum(1 for t in passes if amdkv["tasks"].get(t, {}).get("status") == "ok"),
+            "ref_passes_not_ok": {t: amdkv["tasks"].get(t) for t in passes
+                                  if amdkv["tasks"].get(t, {}).get("status") != "ok"}}
+
+
+def slowest_tasks(amdkv: dict[str, Any], n: int = 8) -> str:
+    """The phase's slowest verifications, one line: what to look at when a phase overruns its budget."""
+    timed = sorted(((r.get("seconds") or 0.0, t) for t, r in amdkv["tasks"].items() if r.get("seconds")), reverse=True)
+    return "slowest: " + ", ".join(f"{t} {sec:.0f} s ({amdkv['tasks'][t]['status']})" for sec, t in timed[:n])
+
+
 # -------------------------------------------------------------------------------------------- report
 def markdown(report: dict[str, Any]) -> str:
     out = [f"# External benchmarks on {report['device']} (platform {report['platform']})", "",
@@ -373,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--harness-workers", type=int, default=8, help="GEAK-eval harness processes at once")
     ap.add_argument("--harness-site", default=None, help="folder with the harness's wheels installed (--target)")
     ap.add_argument("--timeout", type=float, default=120.0, help="amdkv: seconds per candidate process")
+    ap.add_argument("--reference-timeout", type=float, default=None,
+                    help="amdkv: seconds a task's reference worker may run (AMDKV_REFERENCE_TIMEOUT; unset: "
+                         "--timeout, at least 300): the budget stops starting tasks, this bounds a running one")
     ap.add_argument("--harness-timeout", type=float, default=300.0,
                     help="GEAK-eval harness: seconds per task process (a budget stops starting tasks; this bounds "
                          "the ones already running, so a phase ends by budget + this)")
@@ -423,9 +444,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
         amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
                             jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
-                            timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3)
+                            timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3,
+                            reference_timeout=args.reference_timeout)
         (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
+        print(slowest_tasks(amdkv), flush=True)
+        # amdkv's verdicts (with each task's seconds) are kept even if the call ends in the harness phase
+        # (both H200 calls of 2026-12-02 did, after one reference ran for minutes past the budget)
+        report["benchmarks"][key] = benchmark_entry(key, {k: v for k, v in amdkv.items() if k != "reference_candidates"},
+                                                    {"unavailable": "not finished: the run ended during this phase"})
+        write_report(out, "external_gpu", report, markdown)
         print(f"== {key}: the benchmark's own harness", flush=True)
         if key == "kb":
             henv = harness_env(args.harness_site, [str(Path(harness_root) / "src"), str(llm_shims)])
@@ -438,15 +466,8 @@ def main(argv: list[str] | None = None) -> int:
                                    amdkv, henv, work, workers=args.harness_workers,
                                    budget=budgets[f"{key}_harness"], per_job_timeout=args.harness_timeout,
                                    log=log)
-        comparison = compare(key, amdkv, harness)
-        passes = [t for t, r in (harness.get("tasks") or {}).items() if harness_pass(key, r)]
-        judged = [t for t, r in (harness.get("tasks") or {}).items() if harness_pass(key, r) is not None]
         amdkv.pop("reference_candidates")
-        report["benchmarks"][key] = {
-            "amdkv": amdkv, "harness": harness, "comparison": comparison, "harness_judged": len(judged),
-            "ref_passes": len(passes), "ref_passes_ok": sum(1 for t in passes if amdkv["tasks"].get(t, {}).get("status") == "ok"),
-            "ref_passes_not_ok": {t: amdkv["tasks"].get(t) for t in passes
-                                  if amdkv["tasks"].get(t, {}).get("status") != "ok"}}
+        report["benchmarks"][key] = benchmark_entry(key, amdkv, harness)
         # after every benchmark, not only at the end: a device call cut during the next benchmark
         # (session 12's was, in the ROCm harness phase) keeps the tables of those that finished
         write_report(out, "external_gpu", report, markdown)

@@ -93,3 +93,30 @@ def test_a_call_cut_during_a_later_benchmark_keeps_the_earlier_tables(tmp_path: 
     assert list(report["benchmarks"]) == ["kb"] and report["benchmarks"]["kb"]["amdkv"]["status_counts"] == {"ok": 2}
     assert "## KernelBench level 1" in (out / "external_gpu.md").read_text()
     assert not list(out.glob(".*.part")), "no half-written report file left behind"
+
+
+def test_a_call_cut_during_the_harness_phase_keeps_amdkv_verdicts(tmp_path: Path, monkeypatch) -> None:
+    """Both H200 calls of 2026-12-02 ended in TritonBench-G's harness phase: amdkv's verdicts, with each
+    task's seconds, are written before that phase starts, and the slowest tasks are printed."""
+    import contextlib
+
+    import pytest
+
+    script = _script()
+
+    def harness(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(script, "kb_harness", harness)
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    with pytest.raises(KeyboardInterrupt), contextlib.redirect_stdout(printed):
+        script.main(["--out", str(out), "--device", "cpu", "--jobs", "2", "--kernelbench", str(DATA / "kernelbench"),
+                     "--only", "kb"])
+    kb = json.loads((out / "external_gpu.json").read_text())["benchmarks"]["kb"]
+    assert kb["amdkv"]["status_counts"] == {"ok": 2} and "reference_candidates" not in kb["amdkv"]
+    assert kb["harness"]["unavailable"].startswith("not finished")
+    assert all(row["seconds"] > 0 for row in kb["amdkv"]["tasks"].values())
+    assert "slowest: " in printed.getvalue() and "(ok)" in printed.getvalue()
+    assert "not finished" in (out / "external_gpu.md").read_text()

@@ -140,6 +140,28 @@ def test_reference_that_fails_here_makes_the_task_unverifiable(tmp_path: Path) -
         assert "arange" in verdict.diagnostics
 
 
+def test_reference_past_its_timeout_makes_the_task_unverifiable(tmp_path: Path, monkeypatch) -> None:
+    """`reference_timeout` (AMDKV_REFERENCE_TIMEOUT) bounds a benchmark's reference worker: one that
+    sleeps past it makes the task `unverifiable`/`reference_failed` saying it timed out, not infra_error."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    kernel = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+              "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+              "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n\n\n"
+              "def copy(x):\n    y = torch.empty_like(x)\n    k[(1,)](x, y, x.numel(), BLOCK=16)\n    return y\n")
+    reference = kernel.replace("import torch\n", "import time\nimport torch\n").replace(
+        "    y = torch.empty_like(x)\n", "    time.sleep(60)\n    y = torch.empty_like(x)\n")
+    (folder / "slow.py").write_text(reference + "\n" + "#" * 146 + "\n\ndef test_copy():\n"
+                                    "    return {'a': copy(torch.ones(8, device='cuda'))}\n")
+    task = load_suite(f"tritonbench-g:{tmp_path}")[0]
+    with Verifier("cpu", spares=0, timeout=60, reference_timeout=3, verdict_cache=False) as v:
+        verdict = v.verify(task, Candidate(kernel))
+    assert (verdict.status, verdict.reason) == ("unverifiable", "reference_failed")
+    assert "timed out" in verdict.diagnostics
+    assert verdict.timings["total_s"] < 30
+
+
 def test_amdkv_eval_scores_both_ways_and_lists_disagreements(tmp_path: Path) -> None:
     from amdkv.evaluation import EvalSettings, run_eval
 

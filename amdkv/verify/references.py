@@ -219,7 +219,7 @@ class ReferencesMixin:
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
-            proc = spare.run(job, timeout=max(self.timeout, 300.0))
+            proc = spare.run(job, timeout=self.config.reference_timeout or max(self.timeout, 300.0))
             if proc.timed_out or not os.path.isfile(report_path):
                 failed = ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
