@@ -162,6 +162,34 @@ def test_reference_past_its_timeout_makes_the_task_unverifiable(tmp_path: Path, 
     assert verdict.timings["total_s"] < 30
 
 
+PARTIAL_WRITE = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                 "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+                 "    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2, mask=offs < n)\n\n\n"
+                 "def double_head(x):\n    y = torch.empty_like(x)\n    k[(1,)](x, y, WRITTEN, BLOCK=16)\n"
+                 "    return y\n")
+
+
+def test_output_the_benchmark_leaves_unwritten_is_judged_alike_in_reference_and_candidate(tmp_path: Path,
+                                                                                           monkeypatch) -> None:
+    """A benchmark kernel that writes only part of its `torch.empty` output (TritonBench-G's
+    attention_forward_triton writes 96 of 128 columns): the reference as candidate is `ok` (both runs
+    read NaN where nothing was written; 16 references were `mismatch` against themselves on the H200
+    before), and a candidate that leaves more unwritten than the reference is still a mismatch."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    # many warm-up allocations first, so that the reference run's fresh memory is unlikely to be NaN
+    tests = ("\n" + "#" * 146 + "\n\ndef test_head():\n    junk = [torch.ones(16) for _ in range(64)]\n"
+             "    del junk\n    return {'y': double_head(torch.arange(16, dtype=torch.float32))}\n")
+    (folder / "head.py").write_text(PARTIAL_WRITE.replace("WRITTEN", "8") + tests)
+    task = load_suite(f"tritonbench-g:{tmp_path}")[0]
+    with Verifier("cpu", jobs=1, timeout=120, verdict_cache=False) as v:
+        same = v.verify(task, Candidate(PARTIAL_WRITE.replace("WRITTEN", "8")))
+        less = v.verify(task, Candidate(PARTIAL_WRITE.replace("WRITTEN", "4")))
+    assert same.status == "ok", same.diagnostics
+    assert (less.status, less.reason) == ("mismatch", "nan_mismatch"), less.diagnostics
+
+
 def test_amdkv_eval_scores_both_ways_and_lists_disagreements(tmp_path: Path) -> None:
     from amdkv.evaluation import EvalSettings, run_eval
 

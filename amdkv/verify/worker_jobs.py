@@ -8,6 +8,7 @@ with `weights_only=True`, so a candidate cannot smuggle code or tensor subclasse
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import os
@@ -99,8 +100,19 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     from amdkv.tasks.loader import load_task_and_module
 
     device = job.device
+    from amdkv.verify.program import program_spec
+    from amdkv.verify.runtime_guards import poisoned_allocations
+
     task, module = load_task_and_module(job.task_path)
     result = ReferenceResult(cases=[])
+    # A program's reference runs the benchmark's own tests, as its candidates do; those run with fresh
+    # allocations filled with NaN, so the reference must too: a benchmark kernel that leaves part of
+    # its `torch.empty` output unwritten (TritonBench-G's attention_forward_triton writes 96 of 128
+    # columns) then reads NaN at the same places in both, instead of NaN against whatever memory held
+    # (16 references were `mismatch` against themselves on the H200, 2026-12-02). A candidate that
+    # leaves unwritten what the reference writes still reads NaN there: still a mismatch. PyTorch
+    # references (ModelNew tasks) keep running as before.
+    allocations = poisoned_allocations if program_spec(task) else contextlib.nullcontext
     for cjob in job.cases:
         case = task.case(cjob.name)
         t0 = time.monotonic()
@@ -124,7 +136,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
             trials.append(inputs)
             dev_inputs = to_device(inputs, device)
             before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dev_inputs]
-            with torch.no_grad():
+            with torch.no_grad(), allocations():
                 out = model(*dev_inputs)
             _sync(device)
             mutated = [i for i, (a, b) in enumerate(zip(before, dev_inputs))
