@@ -190,6 +190,30 @@ def test_output_the_benchmark_leaves_unwritten_is_judged_alike_in_reference_and_
     assert (less.status, less.reason) == ("mismatch", "nan_mismatch"), less.diagnostics
 
 
+def test_a_module_the_tests_import_is_not_test_code(tmp_path: Path, monkeypatch) -> None:
+    """TritonBench-G's block_sparse_attn uses `torch` above the separator without importing it (its
+    tests do): not `uses_benchmark_test` (it was, on the H200); a module a candidate may not import,
+    or an alias, the tests bind is still test code to the candidate."""
+    from amdkv.verify.program import program_findings, program_spec
+
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    kernel = PARTIAL_WRITE.replace("import torch\n", "").replace("WRITTEN", "16")
+    (folder / "noimport.py").write_text(kernel + "\n" + "#" * 146 + "\n\nimport torch\nimport pickle\n"
+                                        "import math as m\n\ndef test_all():\n"
+                                        "    return {'y': double_head(torch.arange(16, dtype=torch.float32))}\n")
+    task = load_suite(f"tritonbench-g:{tmp_path}")[0]
+    spec = program_spec(task)
+    assert spec["test_module_imports"] == ["pickle", "torch"]
+    with Verifier("cpu", jobs=1, timeout=120, verdict_cache=False) as v:
+        verdict = v.verify(task, Candidate(kernel))
+    assert verdict.status == "ok", verdict.diagnostics
+    sneaky = kernel + "\n\ndef leak(x):\n    return pickle.dumps(x), m.pi\n"
+    found = {(f.code, f.message.split("`")[1]) for f in program_findings(spec, sneaky)}
+    assert found == {("uses_benchmark_test", "pickle"), ("uses_benchmark_test", "m")}
+
+
 def test_amdkv_eval_scores_both_ways_and_lists_disagreements(tmp_path: Path) -> None:
     from amdkv.evaluation import EvalSettings, run_eval
 

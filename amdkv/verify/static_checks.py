@@ -116,6 +116,11 @@ def _refused_module(mod: str) -> bool:
         any(mod == d or mod.startswith(d + ".") for d in DENIED_IMPORTS)
 
 
+def candidate_may_import(mod: str) -> bool:
+    """Whether a candidate may import the dotted module `mod` (any task; a task may allow more)."""
+    return not _refused_module(mod)
+
+
 @lru_cache(maxsize=1)
 def interpreter_internal_names() -> frozenset[str]:
     """Names Triton's interpreter copies into the globals of every module whose kernel it runs.

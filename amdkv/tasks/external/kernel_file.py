@@ -27,7 +27,7 @@ from amdkv.tasks.loader import load_task
 from amdkv.tasks.types import Task
 
 # Bump when the generated files or the harness change what a verdict can conclude (part of the key).
-HARNESS_VERSION = "3"  # 3: program references run with poisoned allocations, as candidates do
+HARNESS_VERSION = "3"  # 3: program references run with poisoned allocations, as candidates do; test-side `import m` names usable
 CASE_NAME = "benchmark_tests"
 # No float64 golden exists for a Triton reference, so the candidate is compared with the benchmark
 # reference's own output: within 8 ulps (of rms and of each value) at a precision no finer than
@@ -106,6 +106,7 @@ def build_task(*, benchmark: str, task_id: str, kernel: str, tests: str, style: 
         "id": task_id, "suite": benchmark, "comparator": "default", "tolerance": dict(NO_GOLDEN_TOLERANCE),
         "golden": False, "reference_failure": "unverifiable",
         "candidate_program": {"suffix": suffix, "test_names": list(info.bindings), "style": style,
+                              "test_module_imports": list(info.self_named_imports),
                               "allowed_imports": imported_modules(kernel)},
         "api_names": list(info.api_names), "benchmark_tests": list(info.tests),
         "fresh_inputs": info.fresh_inputs, "unverifiable": unverifiable_table(info, kernel, tests),

@@ -42,6 +42,7 @@ PROCESS_MODULES = frozenset({"multiprocessing", "subprocess", "concurrent"})
 class TestCodeInfo:
     tests: tuple[str, ...]               # test functions to run, in order
     bindings: tuple[str, ...]            # names the test code binds at module level
+    self_named_imports: tuple[str, ...]  # of those, names bound only by `import m` / `import m.sub` (the name is `m`)
     api_names: tuple[str, ...]           # names the tests use that the kernel part must define
     fresh_inputs: bool                   # the tests draw random inputs (fresh seeds -> fresh inputs)
     unsupported: tuple[str, str] | None  # (reason code, explanation) when amdkv cannot run them
@@ -157,7 +158,21 @@ def analyse(test_source: str, style: str) -> TestCodeInfo:
                        "sandbox refuses process creation, and the tests run inside it")
     api = sorted(loads - _bound_anywhere(tree) - set(dir(builtins)) - {DEVICE_NAME, SYNC_NAME})
     return TestCodeInfo(tests=tuple(tests), bindings=tuple(sorted(module_bindings(tree))),
+                        self_named_imports=tuple(sorted(self_named_imports(tree))),
                         api_names=tuple(api), fresh_inputs=fresh, unsupported=unsupported)
+
+
+def self_named_imports(tree: ast.Module) -> set[str]:
+    """Top-level names bound only by plain `import m` (or `import m.sub`): the name is the module's
+    own, so a candidate using it means that module exactly as if it had imported it, and the static
+    checks resolve it the same way (an alias, `import numpy as np`, or a rebinding does not count)."""
+    by_import: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            by_import.update(a.name.split(".")[0] for a in node.names if a.asname is None)
+    other = module_bindings(ast.Module(body=[n for n in tree.body if not isinstance(n, ast.Import)], type_ignores=[]))
+    aliased = {a.asname for n in tree.body if isinstance(n, ast.Import) for a in n.names if a.asname}
+    return by_import - other - aliased
 
 
 class _DeviceToVerified(ast.NodeTransformer):
