@@ -42,6 +42,7 @@ def test_learning_run_at_cpu_size(tmp_path):
     (seed,) = result["seeds"]
     assert seed["error"] is None and seed["rl"]["error"] is None and seed["control"]["error"] is None
     assert seed["before_sft"] == 0.0 and seed["sft_steps"] == 1
+    assert seed["before_sft_tasks"] == 1 and result["setup"]["heldout_tasks"] == 2  # v5: before SFT on a subset
     for run in ("rl", "control"):
         assert seed[run]["steps"] == 1 and [p["step"] for p in seed[run]["curve"]] == [0, 1]
         assert {"timing/generation_s", "timing/reward_s", "timing/update_s"} <= set(seed[run]["train_steps"][0])
