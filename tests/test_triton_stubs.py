@@ -100,3 +100,55 @@ def test_spares_started_at_once_share_one_build(tmp_path, fake_libcuda, monkeypa
     for i in range(4):
         assert Path(tmp_path / f"spare{i}", key, Path(so).name).read_bytes() == Path(so).read_bytes()
     assert not [p for p in Path(so).parent.iterdir() if p.name.startswith(".")], "no temporary file left"
+
+
+def test_a_copy_never_changes_what_a_running_process_mapped(tmp_path):
+    """The H200 crashes (session 12): reference workers share one Triton cache, and each new one
+    seeded the helper there with an in-place copy, truncating and rewriting the library the running
+    ones had mapped. Shown here with a plain file mapped the way the loader maps a library
+    (MAP_PRIVATE, read-only): an in-place copy changes the mapped bytes under the process; the copy
+    the seeding makes now (rename into place) and a second seeding (no rewrite) do not."""
+    import mmap
+    import shutil
+
+    old, new = b"A" * 8192, b"B" * 8192
+    src_new = tmp_path / "new.so"
+    src_new.write_bytes(new)
+
+    def mapped_after(replace) -> bytes:
+        lib = tmp_path / "cache" / "cuda_utils.so"
+        lib.parent.mkdir(exist_ok=True)
+        lib.write_bytes(old)
+        with open(lib, "rb") as f:
+            view = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+        replace(lib)
+        seen = view[:16]
+        view.close()
+        return seen
+
+    assert mapped_after(lambda lib: shutil.copyfile(src_new, lib)) == new[:16], "an in-place copy rewrites the mapping"
+    assert mapped_after(lambda lib: triton_stubs._copy_atomically(src_new, lib)) == old[:16]
+
+
+def test_seeding_never_rewrites_a_helper_already_there(tmp_path, fake_libcuda):
+    stubs = tmp_path / "stubs"
+    cache = tmp_path / "shared" / "triton_cache"
+    assert triton_stubs.seed_spare_cache(str(cache), str(stubs))
+    key, so = triton_stubs.cuda_driver_stub(str(stubs))
+    placed = Path(cache, key, Path(so).name)
+    before = placed.stat()
+    assert triton_stubs.seed_spare_cache(str(cache), str(stubs))
+    after = placed.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_only_a_spares_own_triton_cache_is_seeded():
+    from amdkv.config import VerifierConfig
+    from amdkv.verify.platform import PlatformInfo
+    from amdkv.verify.pool import seeds_triton_stub
+
+    cuda = PlatformInfo(name="cuda", device="cuda:0", can_time=True, interpreter=False)  # a description: no GPU touched
+    on = VerifierConfig(seed_triton_stubs=True)
+    assert seeds_triton_stub(cuda, on, None)
+    assert not seeds_triton_stub(cuda, on, {"TRITON_CACHE_DIR": "/shared/compile-cache/triton"})  # a reference worker
+    assert not seeds_triton_stub(cuda, VerifierConfig(seed_triton_stubs=False), None)

@@ -195,6 +195,13 @@ def worker_sandbox_plan(platform: PlatformInfo, config: VerifierConfig, workdir:
         data_bytes=None if platform.interpreter else int(config.gpu_host_mem_gib * 2**30))
 
 
+def seeds_triton_stub(platform: PlatformInfo, config: VerifierConfig, extra_env: dict[str, str] | None) -> bool:
+    """Whether a spare gets the parent's prebuilt Triton driver helper: on NVIDIA, when asked, and only
+    into its own Triton cache. A reference worker's cache is shared with the running ones (`extra_env`
+    sets it): seeding there rewrote a library they had loaded, and they died (triton_stubs.py)."""
+    return platform.name == "cuda" and config.seed_triton_stubs and "TRITON_CACHE_DIR" not in (extra_env or {})
+
+
 class Spare:
     """One started worker process waiting (or about to wait) for its single job.
 
@@ -221,7 +228,7 @@ class Spare:
                          "AMDKV_SANDBOX=off (no OS confinement)")
         env, self.device = worker_env(platform, self.workdir, os.environ, gpu_mem_fraction, config)
         env.update(extra_env or {})
-        if platform.name == "cuda" and config.seed_triton_stubs:  # the gcc run every spare would repeat
+        if seeds_triton_stub(platform, config, extra_env):  # the gcc run every spare would repeat
             from amdkv.verify.triton_stubs import seed_spare_cache
 
             seed_spare_cache(env["TRITON_CACHE_DIR"], str(config.cache_path / "triton-stubs"))

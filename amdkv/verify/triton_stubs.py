@@ -11,12 +11,22 @@ its own copy (never a link): a candidate that overwrote its copy changes nothing
 Off by default since 2026-12-02 (`AMDKV_SEED_TRITON_STUBS`, config.py): on the H200, TritonBench-G
 reference workers given the seeded helper died with SIGSEGV (inside Triton's `_init_handles`, or
 while garbage-collecting) in 4-8 of ~15 workers per 30-s run with every other setting varied, and in
-none of 24 with seeding off (benchmarks/crash_probe.py; docs/gpu.md, Known gaps). Why is not known:
-the copy is built from the same source with the same flags under the same cache key as the file
-Triton builds (not yet compared byte for byte on the GPU machine: crash_probe.stub_comparison does).
-One real fault was found and fixed here: spares started from several threads at once each built
-the helper and wrote the same temporary file, so a spare could copy a file another thread was still
-writing; now one thread builds, the others wait.
+none of 24 with seeding off (benchmarks/crash_probe.py; docs/gpu.md, Known gaps).
+
+The mechanism, found in session 13 by reading the code (not yet re-run on the GPU): reference
+workers do not have a private Triton cache. They share one (`compile-cache/triton`, set through the
+spare's `extra_env`, references.py), and the spare seeded into whatever `TRITON_CACHE_DIR` it had,
+with `shutil.copyfile`, which truncates and rewrites the file in place. Every new reference worker
+so rewrote the `cuda_utils` library that the running ones had loaded, and a process executing code
+from a mapped file that is truncated under it dies (SIGBUS/SIGSEGV), in that library's code: its
+`load_binary` (`_init_handles`) and its tensor-map type's deallocator (garbage collection), the two
+crash sites, spread over the whole run, fork and exec alike, sandbox or not. Candidate workers
+(private caches) never crashed. Now: a spare seeds only its own cache (pool.py), a file already there
+is never rewritten, and every copy is renamed into place (a new inode: a process that mapped the old
+file keeps it). Test: `tests/test_triton_stubs.py` shows on this machine that an in-place copy changes
+what a running process mapped and that these copies do not.
+Also fixed in session 12: spares started from several threads at once each built the helper and
+wrote the same temporary file; now one thread builds, the others wait.
 
 The build uses Triton's private `triton.runtime.build._build` and `triton.runtime.cache._base32`; any failure (no libcuda on this
 machine, another Triton version) returns None and spares build the helper themselves, as before:
@@ -78,7 +88,9 @@ def seed_spare_cache(triton_cache_dir: str, cache_root: str) -> bool:
     key, so = stub
     target = Path(triton_cache_dir, key)
     target.mkdir(parents=True, exist_ok=True)
-    _copy_atomically(so, target / Path(so).name)
+    dest = target / Path(so).name
+    if not dest.exists():  # never rewrite a library another process may have loaded (module docstring)
+        _copy_atomically(so, dest)
     return True
 
 
