@@ -214,6 +214,25 @@ def test_a_module_the_tests_import_is_not_test_code(tmp_path: Path, monkeypatch)
     assert found == {("uses_benchmark_test", "pickle"), ("uses_benchmark_test", "m")}
 
 
+def test_a_benchmark_test_that_does_not_reproduce_itself_makes_the_task_unverifiable(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """A test whose outputs change between two runs with the same seed (on the H200, TritonBench-G's
+    index_select_bwd: five rows stored into one, in any order) can judge no candidate: `unverifiable`
+    saying so, instead of `mismatch` for the benchmark's own kernel. Here the test reads the clock."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    kernel = PARTIAL_WRITE.replace("WRITTEN", "16")
+    (folder / "clock.py").write_text(kernel + "\n" + "#" * 146 + "\n\nimport time\n\ndef test_clock():\n"
+                                     "    x = torch.full((16,), float(time.perf_counter_ns() % 100000))\n"
+                                     "    return {'y': double_head(x)}\n")
+    task = load_suite(f"tritonbench-g:{tmp_path}")[0]
+    with Verifier("cpu", jobs=1, timeout=120, verdict_cache=False) as v:
+        verdict = v.verify(task, Candidate(kernel))
+    assert (verdict.status, verdict.reason) == ("unverifiable", "reference_failed"), verdict.diagnostics
+    assert "do not reproduce their own outputs" in verdict.diagnostics
+
+
 def test_amdkv_eval_scores_both_ways_and_lists_disagreements(tmp_path: Path) -> None:
     from amdkv.evaluation import EvalSettings, run_eval
 
