@@ -143,3 +143,14 @@ def test_finally_that_cleans_up_and_narrow_suppress_are_fine() -> None:
             "            k[(1,)](x, BLOCK=1)\n        finally:\n            for _ in range(2):\n                continue\n"
             "        with contextlib.suppress(KeyError):\n            {}['a']\n        return x\n")
     assert "swallowing_try_except" not in codes(body)
+
+
+def test_a_retry_with_a_smaller_launch_on_out_of_resources_is_not_a_fallback() -> None:
+    """Triton's own pattern (TritonBench-G's attention_fwd_triton3): catch only OutOfResources and
+    launch again with smaller blocks. Catching it to return something else, or catching more, is refused."""
+    head = "import triton\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n            k[(1,)](x, BLOCK=64)\n"
+    retry = head + "        except triton.OutOfResources:\n            k[(2,)](x, BLOCK=32)\n        return x\n"
+    assert "swallowing_try_except" not in codes(retry)
+    give_up = head + "        except triton.OutOfResources:\n            return x\n        return x\n"
+    broader = head + "        except (triton.OutOfResources, RuntimeError):\n            k[(2,)](x, BLOCK=32)\n        return x\n"
+    assert "swallowing_try_except" in codes(give_up) and "swallowing_try_except" in codes(broader)
