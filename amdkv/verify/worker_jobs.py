@@ -98,12 +98,12 @@ class TailBuffer(io.TextIOBase):
 # ------------------------------------------------------------------------------------ reference
 def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     from amdkv.tasks.loader import load_task_and_module
-
-    device = job.device
     from amdkv.verify.program import program_spec
     from amdkv.verify.runtime_guards import poisoned_allocations
 
+    device = job.device
     task, module = load_task_and_module(job.task_path)
+    program = program_spec(task) is not None
     result = ReferenceResult(cases=[])
     # A program's reference runs the benchmark's own tests, as its candidates do; those run with fresh
     # allocations filled with NaN, so the reference must too: a benchmark kernel that leaves part of
@@ -112,7 +112,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     # (16 references were `mismatch` against themselves on the H200, 2026-12-02). A candidate that
     # leaves unwritten what the reference writes still reads NaN there: still a mismatch. PyTorch
     # references (ModelNew tasks) keep running as before.
-    allocations = poisoned_allocations if program_spec(task) else contextlib.nullcontext
+    allocations = poisoned_allocations if program else contextlib.nullcontext
     for cjob in job.cases:
         case = task.case(cjob.name)
         t0 = time.monotonic()
@@ -157,7 +157,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
                     golden_ok, golden_error = False, f"{type(exc).__name__}: {exc}"[:300]
         if not golden_ok:
             golden = []
-        if program_spec(task) and case.is_correctness:
+        if program and case.is_correctness:
             check_reproducible(task, model, trials[0], eager[0], device, allocations)
         timing = None
         if cjob.time:
