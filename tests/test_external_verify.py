@@ -264,3 +264,21 @@ def test_amdkv_eval_scores_both_ways_and_lists_disagreements(tmp_path: Path) -> 
     again = run_eval(settings, progress=False)  # both results files resume
     assert again.verified == 0 and again.reused == 2
     assert again.metrics["benchmark"]["agreement"]["both_pass"] == 1
+
+
+def test_a_local_name_is_not_the_tests_global_of_the_same_name() -> None:
+    """ROCmBench's flash attention: the kernel's parameter `N_CTX` is not the tests' module-level
+    `N_CTX` (its reference was `uses_benchmark_test`). A global read of it, also from a default
+    value or a decorator, is still refused."""
+    from amdkv.verify.program import program_findings
+
+    spec = {"test_names": ["N_CTX", "helper"]}
+    local_uses = ("def kernel(X, N_CTX):\n    y = [N_CTX for N_CTX in range(3)]\n    return X + N_CTX\n\n\n"
+                  "def outer(n):\n    N_CTX = n\n    def inner():\n        return N_CTX\n    return inner\n\n\n"
+                  "f = lambda N_CTX: N_CTX * 2\n")
+    assert program_findings(spec, local_uses) == []
+    global_uses = ("def a(x):\n    return x + N_CTX\n\n\n"
+                   "def b(x, n=N_CTX):\n    return x\n\n\n"
+                   "def c(x):\n    global helper\n    helper = 1\n    return helper\n")
+    lines = sorted(f.line for f in program_findings(spec, global_uses) if f.code == "uses_benchmark_test")
+    assert lines == [2, 5, 12]

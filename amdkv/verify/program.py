@@ -21,10 +21,10 @@ Standard library only (light import).
 from __future__ import annotations
 
 import ast
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from amdkv.source_ast import module_bindings, parse as parse_source
-from amdkv.verify.static_checks import Finding, _dotted, candidate_may_import, torch_compute_name
+from amdkv.verify.static_checks import Finding, _bound_names, _dotted, candidate_may_import, torch_compute_name
 
 PROGRAM_KEY = "candidate_program"
 # Never allowed to a candidate, whatever the benchmark's own kernel files import: they reach
@@ -95,6 +95,35 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return out
 
 
+def global_loads(tree: ast.Module) -> Iterator[ast.Name]:
+    """The loads of names that resolve to module globals: not those a function, lambda or
+    comprehension around them binds itself (a kernel parameter `N_CTX` is not the tests' module-level
+    `N_CTX`; ROCmBench's flash-attention reference was `uses_benchmark_test` for that). Decorators and
+    default values are read in the enclosing scope; a class body's names are not seen by its methods."""
+    def visit(node: ast.AST, local: frozenset[str]) -> Iterator[ast.Name]:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            params = [*args.posonlyargs, *args.args, *args.kwonlyargs, *(a for a in (args.vararg, args.kwarg) if a)]
+            outer = [*getattr(node, "decorator_list", []), *args.defaults, *(d for d in args.kw_defaults if d),
+                     *(a.annotation for a in params if a.annotation), *filter(None, [getattr(node, "returns", None)])]
+            for expr in outer:
+                yield from visit(expr, local)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            inner = local | _bound_names(body, node.args)
+            for stmt in body:
+                yield from visit(stmt, inner)
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            local = local | targets
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+            yield node
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, local)
+
+    yield from visit(tree, frozenset())
+
+
 def program_findings(spec: Mapping[str, Any], candidate_source: str) -> list[Finding]:
     """Findings specific to programs (the candidate's source must parse; callers check that first)."""
     tree = parse_source(candidate_source)
@@ -106,8 +135,8 @@ def program_findings(spec: Mapping[str, Any], candidate_source: str) -> list[Fin
     usable = {m for m in spec.get("test_module_imports", ()) if candidate_may_import(m)}
     test_only = set(spec.get("test_names", ())) - own - usable
     findings: list[Finding] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in test_only:
+    for node in global_loads(tree):
+        if node.id in test_only:
             findings.append(Finding("uses_benchmark_test", node.lineno,
                                     f"uses `{node.id}`, which the benchmark's test code defines: the candidate "
                                     "must not call into the tests (they compute the references)"))
