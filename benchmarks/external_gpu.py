@@ -252,12 +252,12 @@ def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: 
             "per_minute": round(60 * len(ran) / elapsed, 2) if elapsed and ran else None, "tasks": results}
 
 
-def candidate_jobs(amdkv: dict[str, Any], work: Path, prefix: str, env: dict[str, str], cwd: Path,
+def candidate_jobs(candidates: dict[str, str], work: Path, prefix: str, env: dict[str, str], cwd: Path,
                    argv: Any) -> list[dict[str, Any]]:
-    """One harness job per reference candidate: the candidate's file in a folder of its own, and
-    `argv(task_id, candidate_file, folder)` to run."""
+    """One harness job per reference candidate (task id -> source): the candidate's file in a folder of
+    its own, and `argv(task_id, candidate_file, folder)` to run."""
     jobs = []
-    for tid, cand in amdkv["reference_candidates"].items():
+    for tid, cand in candidates.items():
         folder = work / f"{prefix}_{tid.replace('/', '_')}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "candidate.py").write_text(cand)
@@ -265,7 +265,7 @@ def candidate_jobs(amdkv: dict[str, Any], work: Path, prefix: str, env: dict[str
     return jobs
 
 
-def kb_harness(kb_root: Path, amdkv: dict[str, Any], env: dict[str, str], work: Path, *, budget: float,
+def kb_harness(kb_root: Path, candidates: dict[str, str], env: dict[str, str], work: Path, *, budget: float,
                log: Any) -> dict[str, Any]:
     if not (kb_root / "src" / "kernelbench" / "eval.py").is_file():
         return {"unavailable": f"no src/kernelbench/eval.py under {kb_root}"}
@@ -276,18 +276,18 @@ def kb_harness(kb_root: Path, amdkv: dict[str, Any], env: dict[str, str], work: 
         level, stem = tid.split("/", 1)
         return [sys.executable, str(driver), str(kb_root / "KernelBench" / level / f"{stem}.py"), str(cand)]
 
-    jobs = candidate_jobs(amdkv, work, "kb", env, work, argv)
+    jobs = candidate_jobs(candidates, work, "kb", env, work, argv)
     # KernelBench's eval_from_generations on one GPU: one candidate at a time, each in a fresh process
     return run_harness("kernelbench", jobs, workers=1, budget=budget, per_job_timeout=180, log=log)
 
 
-def geak_harness(kind: str, geak_root: Path, amdkv: dict[str, Any], env: dict[str, str], work: Path, *,
+def geak_harness(kind: str, geak_root: Path, candidates: dict[str, str], env: dict[str, str], work: Path, *,
                  workers: int, budget: float, per_job_timeout: float, log: Any) -> dict[str, Any]:
     if not (geak_root / "geak_eval" / "evaluators" / "interface.py").is_file():
         return {"unavailable": f"no geak_eval/evaluators/interface.py under {geak_root}"}
     driver = work / "geak_driver.py"
     driver.write_text(GEAK_DRIVER)
-    jobs = candidate_jobs(amdkv, work, kind, env, geak_root,
+    jobs = candidate_jobs(candidates, work, kind, env, geak_root,
                           lambda tid, cand, folder: [sys.executable, str(driver), kind, str(cand), f"{tid}.py",
                                                      str(folder)])
     return run_harness(f"geak-{kind}", jobs, workers=workers, budget=budget, per_job_timeout=per_job_timeout,
@@ -451,22 +451,22 @@ def main(argv: list[str] | None = None) -> int:
         print(slowest_tasks(amdkv), flush=True)
         # amdkv's verdicts (with each task's seconds) are kept even if the call ends in the harness phase
         # (both H200 calls of 2026-12-02 did, after one reference ran for minutes past the budget)
-        report["benchmarks"][key] = benchmark_entry(key, {k: v for k, v in amdkv.items() if k != "reference_candidates"},
-                                                    {"unavailable": "not finished: the run ended during this phase"})
+        candidates = amdkv.pop("reference_candidates")
+        report["benchmarks"][key] = benchmark_entry(key, amdkv, {"unavailable": "not finished: the run ended "
+                                                                               "during this phase"})
         write_report(out, "external_gpu", report, markdown)
         print(f"== {key}: the benchmark's own harness", flush=True)
         if key == "kb":
             henv = harness_env(args.harness_site, [str(Path(harness_root) / "src"), str(llm_shims)])
-            harness = kb_harness(Path(harness_root), amdkv, henv, work, budget=budgets["kb_harness"], log=log)
+            harness = kb_harness(Path(harness_root), candidates, henv, work, budget=budgets["kb_harness"], log=log)
         else:
             fast = key == "tbg" and args.fast_harness_timing  # ROCm's correctness run never times
             henv = harness_env(args.harness_site, [str(harness_root)] + ([str(timing_shims)] if fast else [])) \
                 if harness_root else {}
             harness = geak_harness(key, Path(harness_root or "."),
-                                   amdkv, henv, work, workers=args.harness_workers,
+                                   candidates, henv, work, workers=args.harness_workers,
                                    budget=budgets[f"{key}_harness"], per_job_timeout=args.harness_timeout,
                                    log=log)
-        amdkv.pop("reference_candidates")
         report["benchmarks"][key] = benchmark_entry(key, amdkv, harness)
         # after every benchmark, not only at the end: a device call cut during the next benchmark
         # (session 12's was, in the ROCm harness phase) keeps the tables of those that finished

@@ -20,6 +20,11 @@ class FakeJIT:
         return "launched"
 
 
+def fresh_jit_class() -> type:
+    """A FakeJIT subclass of its own per test: installing the wrapper patches the class."""
+    return type("JIT", (FakeJIT,), {})
+
+
 def test_the_options_are_amds_own() -> None:
     names = foreign_options()
     assert {"waves_per_eu", "matrix_instr_nonkdim", "kpack"} <= names
@@ -27,9 +32,7 @@ def test_the_options_are_amds_own() -> None:
 
 
 def test_dropped_on_nvidia_but_not_a_kernel_parameter_of_that_name() -> None:
-    class JIT(FakeJIT):
-        pass
-
+    JIT = fresh_jit_class()  # noqa: N806 - a class
     assert drop_amd_options_on_nvidia("cuda:0", target=JIT)
     assert drop_amd_options_on_nvidia("cuda:0", target=JIT)  # idempotent: one wrapper
     assert not hasattr(JIT.run.__wrapped__, "__wrapped__")
@@ -42,9 +45,7 @@ def test_dropped_on_nvidia_but_not_a_kernel_parameter_of_that_name() -> None:
 
 
 def test_left_alone_off_nvidia() -> None:
-    class JIT(FakeJIT):
-        pass
-
+    JIT = fresh_jit_class()  # noqa: N806 - a class
     original = JIT.run
     assert not drop_amd_options_on_nvidia("cpu", target=JIT)
     assert JIT.run is original

@@ -10,8 +10,8 @@ packing); NVIDIA's backend has nothing they could mean. Dropping them on NVIDIA 
 the way NVIDIA's Triton would if it ignored unknown options, as its CPU interpreter already does.
 
 Scope: only names that are options of the other backend and not of the running one, and never a name
-that is one of the kernel's own parameters. Reference and candidate workers both do it, so both sides
-of a comparison run alike. The AMD-compile layer still sees the options: launch capture happens in
+that is one of the kernel's own parameters. Every worker does it before its job (worker.py), reference and
+candidate alike, so both sides of a comparison run alike. The AMD-compile layer still sees the options: launch capture happens in
 `runtime_guards.LaunchCounter`, which wraps this wrapper. Verdicts name platform `cuda` as always:
 an `ok` there says nothing about how the AMD hints perform.
 """

@@ -23,6 +23,7 @@ import time
 import traceback
 from typing import Any
 
+from amdkv.verify.launch_options import drop_amd_options_on_nvidia
 from amdkv.verify.phase_clock import PhaseClock, process_cpu_s
 from amdkv.verify.worker_protocol import (CandidateJob, CandidateResult, ReferenceResult, WorkerFailure, WorkerJob,
                                           WorkerReport, WorkerSettings, job_from_json, report_path_of,
@@ -240,6 +241,9 @@ def serve(channel: Any, forked: bool = False) -> int:
     try:
         job = job_from_json(line)
         _apply_gpu_memory_cap(job, settings)
+        # reference and candidate jobs alike, before a candidate job's LaunchCounter wraps Triton's
+        # launch (so its AMD-compile capture still sees the AMD options): launch_options.py
+        drop_amd_options_on_nvidia(job.device)
         result = worker_jobs.run_candidate_job(job) if isinstance(job, CandidateJob) else \
             worker_jobs.run_reference_job(job)
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent

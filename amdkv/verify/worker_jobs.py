@@ -20,7 +20,6 @@ from typing import Any, Sequence
 import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
-from amdkv.verify.launch_options import drop_amd_options_on_nvidia
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateError, CandidateJob, CandidateResult,
                                           Finding, ReferenceCaseReport, ReferenceJob, ReferenceResult,
@@ -103,7 +102,6 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     from amdkv.verify.runtime_guards import poisoned_allocations
 
     device = job.device
-    drop_amd_options_on_nvidia(device)  # as the candidate workers do (launch_options.py)
     task, module = load_task_and_module(job.task_path)
     program = program_spec(task) is not None
     result = ReferenceResult(cases=[])
@@ -288,8 +286,6 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                                              guarded_copy, guards_intact, poisoned_allocations)
 
     device = job.device
-    # before LaunchCounter wraps Triton's launch, so its AMD-compile capture still sees the AMD options
-    drop_amd_options_on_nvidia(device)
     # where the worker's time goes (wall and host-CPU seconds per phase; `first_call` is the first
     # checked call, which JIT-compiles the candidate's kernels): verdict.timings
     clock = PhaseClock(("load_inputs", "import", "first_call", "trials", "timing", "post_timing_check", "save_outputs"),
