@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from toolchain_support import require_hipcc
 
-from amdkv.toolchain.locate import find_toolchains
 from amdkv.toolchain.mirror import _from_deb822, _from_one_line
 from amdkv.toolchain.remarks import parse_resource_remarks
 from amdkv.verify.backends.hip_sources import device_only_source, global_kernel_names, safe_flags, translation_units
@@ -22,10 +22,7 @@ ERR = {"err_syntax_kb.py": "expected ';'", "err_undeclared_kb.py": "undeclared i
 
 
 def _hipcc7():
-    for tc in find_toolchains():
-        if "gfx942" in tc.archs and "gfx950" in tc.archs:
-            return tc
-    pytest.skip("hipcc 7 toolchain not installed: run `make toolchain-hip`")
+    return require_hipcc("gfx942", "gfx950")
 
 
 # ---- no compiler needed -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from toolchain_support import require_hipcc
 from gen_support import cpu_verifier, run_trajectories, statuses, verifications_judged  # noqa: F401
 
 from amdkv.gen.agent import AgentConfig
@@ -144,7 +145,9 @@ def test_stored_replay_of_a_samples_file(tmp_path, verifier):
 
 def test_hip_agent_on_cpu(tmp_path, verifier):
     """HIPKernelGen: a Python-level compile error is caught on any machine; a HIP program that
-    compiles cannot be run without a GPU here, so the trajectory stops as unverifiable (recorded)."""
+    compiles cannot be run without a GPU here, so the trajectory stops as unverifiable (recorded).
+    The fixed turn is compiled for gfx942, which needs the real hipcc."""
+    require_hipcc("gfx942")
     out = tmp_path / "run"
     outcome = run_gen(settings(out, "l1_relu", turns=3, script="write=compile_error", language="hip"),
                       verifier=verifier, progress=False)

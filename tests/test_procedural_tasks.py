@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+from toolchain_support import require_hipcc
 from click.testing import CliRunner
 
 from amdkv.cli import main
@@ -232,11 +233,9 @@ def test_demo_runs_a_procedural_suite():
 @pytest.mark.slow
 def test_hip_solutions_compile_for_gfx942(suite_tasks):
     """Templated HIP solutions compile for MI300X with the real hipcc 7 (one per code family x dtype)."""
-    from amdkv.toolchain.locate import find_toolchains
     from amdkv.verify.backends.hip import verify_hip_compile_only
 
-    if not any("gfx942" in tc.archs for tc in find_toolchains()):
-        pytest.skip("hipcc 7 toolchain not installed: run `make toolchain-hip`")
+    require_hipcc("gfx942")
     family = {"none": "elementwise", "sum": "sum", "mean": "sum", "amax": "extreme", "amin": "extreme",
               "softmax": "softmax", "log_softmax": "softmax", "layernorm": "layernorm", "rmsnorm": "rmsnorm"}
     picked: dict[tuple[str, str], object] = {}

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from toolchain_support import require_hipcc
 
-from amdkv.toolchain.locate import find_toolchains
 
 REPO = Path(__file__).resolve().parents[1]
 TASK = REPO / "amdkv" / "tasks" / "builtin" / "general" / "l1_relu.py"
@@ -18,8 +18,7 @@ DATA = REPO / "tests" / "data" / "hip_candidates"
 
 
 def _need_hipcc7() -> None:
-    if not any({"gfx942", "gfx950"} <= set(tc.archs) for tc in find_toolchains()):
-        pytest.skip("hipcc 7 toolchain not installed: run `make toolchain-hip`")
+    require_hipcc("gfx942", "gfx950")
 
 
 def _verify(cand: Path, *args: str) -> tuple[int, dict]:
