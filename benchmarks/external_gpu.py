@@ -36,6 +36,8 @@ come from check_close and exceptions) and makes its speedups meaningless (not re
 
 Output in OUT (at most 8 files): external_gpu.json (everything), external_gpu.md (the tables for docs/),
 {kb,tbg,rocm}_metrics.json (the amdkv eval reports), harness.jsonl (every harness result, raw).
+`--rerender OUT/external_gpu.json --out DIR` recomputes a finished run's comparisons with the current
+rules (no GPU needed).
 On `--device cpu` (the CI test) the amdkv phases run under the Triton interpreter and a harness whose
 code is missing from the checkout is reported as unavailable.
 """
@@ -137,7 +139,7 @@ GEAK_DRIVER = textwrap.dedent("""\
         os.makedirs(log_root, exist_ok=True); os.makedirs(exec_root, exist_ok=True)
         res = evaluator(code, log_root, exec_root, fname, atol=1e-2, rtol=1e-1)   # as geak_eval/run.py calls it
         out = {"ok": True, "call": bool(res[0]), "exec": bool(res[1]), "speedup": res[2],
-               "detail": str(res[-1])[-1500:]}
+               "detail": str(res[-1])[-1500:], "stdout": str(res[-2])[-1500:]}
     except BaseException:
         out = {"ok": False, "call": False, "exec": False, "detail": traceback.format_exc()[-1500:]}
     out["seconds"] = time.time() - t0
@@ -296,23 +298,52 @@ def geak_harness(kind: str, geak_root: Path, candidates: dict[str, str], env: di
 
 # ----------------------------------------------------------------------------------------- comparing
 def harness_pass(kind: str, res: dict[str, Any]) -> bool | None:
-    if res.get("not_run"):
+    """The harness's verdict, or None where it gave none: not run (budget) or stopped by this
+    script's per-job limit (`--harness-timeout`, shorter than the harnesses' own: GEAK-eval allows
+    2 to 40 minutes), which is our budget, not the harness failing the candidate."""
+    if res.get("not_run") or res.get("timeout"):
         return None
     return bool(res.get("correct")) if kind == "kb" else bool(res.get("exec"))
 
 
+# What a harness printed when it failed a candidate for a reason of its own, not the candidate's
+# (found on the H200 on 2026-12-04, GEAK-eval at the commit the report names): pattern -> why.
+HARNESS_DEFECTS = (
+    ("'tuple' object has no attribute 'clone'",
+     "harness defect: GEAK-eval's exec check calls input_tensor.clone() on the perf file's inputs, which are a "
+     "tuple for most TritonBench-G ops, so it fails whatever the candidate"),
+    ("IndentationError",
+     "harness defect: GEAK-eval's code processing (process_code) broke the candidate's indentation before "
+     "running it"),
+    ("name 'e' is not defined",
+     "the outputs differed from the benchmark's reference at rtol=atol=1e-3 in GEAK-eval's perf check (whose "
+     "message then fails with a NameError)"),
+)
+
+
+def harness_why(res: dict[str, Any]) -> str:
+    """The known harness-side cause of a harness failure, from what it printed ('' when none is known)."""
+    text = f"{res.get('stdout') or ''}\n{res.get('detail') or ''}"
+    return next((why for pattern, why in HARNESS_DEFECTS if pattern in text), "")
+
+
 def compare(kind: str, amdkv: dict[str, Any], harness: dict[str, Any]) -> dict[str, Any]:
-    """Agreement of amdkv's verdicts with the harness's on the same candidates; every disagreement,
-    and the tasks whose reference passes its own test but is not `ok` under amdkv."""
+    """Agreement of amdkv's verdicts with the harness's on the same candidates, and every
+    disagreement with both sides' reasons. A task the harness gave no verdict on (not run, or stopped
+    by this script's per-job limit: `harness_timeout`) or amdkv did not judge is not compared."""
     from amdkv.evaluation.benchmarks import EXPLANATIONS
 
-    counts = {"both_pass": 0, "both_fail": 0, "harness_only": 0, "amdkv_only": 0, "not_compared": 0}
+    counts = {"both_pass": 0, "both_fail": 0, "harness_only": 0, "amdkv_only": 0, "not_compared": 0,
+              "harness_timeout": 0}
     rows = []
     for tid, ours in sorted(amdkv["tasks"].items()):
         res = (harness.get("tasks") or {}).get(tid, {"not_run": "harness unavailable"})
         theirs = harness_pass(kind, res)
-        if theirs is None or ours["status"] in ("infra_error",) or ours["reason"] == NOT_STARTED_BEFORE_DEADLINE:
+        if ours["status"] == "infra_error" or ours["reason"] == NOT_STARTED_BEFORE_DEADLINE:
             counts["not_compared"] += 1
+            continue
+        if theirs is None:
+            counts["harness_timeout" if res.get("timeout") else "not_compared"] += 1
             continue
         mine = ours["status"] == "ok"
         counts["both_pass" if mine and theirs else "both_fail" if not (mine or theirs)
@@ -320,9 +351,11 @@ def compare(kind: str, amdkv: dict[str, Any], harness: dict[str, Any]) -> dict[s
         if mine != theirs:
             why = EXPLANATIONS.get(ours["reason"] or "", ours["reason"] or ours["status"])
             rows.append({"task_id": tid, "harness": "pass" if theirs else "fail", "amdkv": f"{ours['status']} "
-                         f"{ours['reason'] or ''}".strip(), "why": f"{why}: {ours['diagnostic']}"[:500],
+                         f"{ours['reason'] or ''}".strip(),
+                         "why": f"{why}: {ours['diagnostic']}"[:500] if not mine else "",
+                         "harness_why": harness_why(res) if not theirs else "",
                          "harness_detail": (res.get("detail") or "")[-300:]})
-    judged = sum(v for k, v in counts.items() if k != "not_compared")
+    judged = counts["both_pass"] + counts["both_fail"] + counts["harness_only"] + counts["amdkv_only"]
     counts["agreement_rate"] = round((counts["both_pass"] + counts["both_fail"]) / judged, 4) if judged else None
     return {"counts": counts, "disagreements": rows}
 
@@ -336,6 +369,16 @@ def benchmark_entry(key: str, amdkv: dict[str, Any], harness: dict[str, Any]) ->
             "ref_passes_ok": sum(1 for t in passes if amdkv["tasks"].get(t, {}).get("status") == "ok"),
             "ref_passes_not_ok": {t: amdkv["tasks"].get(t) for t in passes
                                   if amdkv["tasks"].get(t, {}).get("status") != "ok"}}
+
+
+def judged_first(candidates: dict[str, str], verdicts: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The harness phase's order: first the tasks amdkv judged, then those its budget left unstarted.
+    A harness phase cut by its budget then still covers the tasks both sides can be compared on (in
+    session 13 both phases ran in the suite's order and only their common prefix was comparable)."""
+    def unjudged(tid: str) -> bool:
+        v = verdicts.get(tid) or {}
+        return v.get("status") == "infra_error" or v.get("reason") == NOT_STARTED_BEFORE_DEADLINE
+    return dict(sorted(candidates.items(), key=lambda item: unjudged(item[0])))
 
 
 def slowest_tasks(amdkv: dict[str, Any], n: int = 8) -> str:
@@ -361,7 +404,7 @@ def markdown(report: dict[str, Any]) -> str:
                 f"- suite `{a['spec']}`, {a['n_tasks']} tasks, policy `{a['policy']}`, {a['trials']} seeded trial(s)"
                 + (f"; smallest inputs first, the largest verified {biggest / 1e9:.2f} GB per call" if biggest else ""),
                 f"- **amdkv**: {a['verified']} verified in {a['seconds']} s ({a['per_minute']} candidates/min); "
-                f"statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items()),
+                "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items()),
                 f"- **the benchmark's harness**: " + (h.get("unavailable") or
                                                       f"{h['ran']} run in {h['seconds']} s ({h['per_minute']} "
                                                       f"candidates/min, {h['workers']} at once)"),
@@ -369,9 +412,10 @@ def markdown(report: dict[str, Any]) -> str:
                 f"`ok` under amdkv: {b['ref_passes_ok']}", "",
                 "| | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in c["counts"].items()] + [""]
         if c["disagreements"]:
-            out += ["| task | harness | amdkv | why (amdkv's reason) |", "|---|---|---|---|"]
-            out += [f"| {d['task_id']} | {d['harness']} | {d['amdkv']} | {d['why'].replace('|', '/')} |"
-                    for d in c["disagreements"]] + [""]
+            out += ["| task | harness | amdkv | amdkv's reason (when it fails) | the harness's (known causes) |",
+                    "|---|---|---|---|---|"]
+            out += [f"| {d['task_id']} | {d['harness']} | {d['amdkv']} | {d['why'].replace('|', '/')} | "
+                    f"{d.get('harness_why', '').replace('|', '/')} |" for d in c["disagreements"]] + [""]
         unv = {t: r for t, r in a["tasks"].items() if r["status"] == "unverifiable"}
         if unv:
             out += [f"Tasks amdkv cannot judge on {report['platform']} ({len(unv)}):", ""]
@@ -379,9 +423,23 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def rerender(report_json: Path, out: Path) -> str:
+    """Recompute the comparisons of a finished run (its external_gpu.json) with the rules as they are
+    now, and write the report to `out`: device time is scarce, the rules of comparison change (a
+    harness timeout stopped counting as a harness failure on 2026-12-04), the runs' verdicts do not."""
+    report = json.loads(report_json.read_text())
+    for key, b in report["benchmarks"].items():
+        report["benchmarks"][key] = benchmark_entry(key, b["amdkv"], b["harness"])
+    report["rerendered"] = {"from": str(report_json), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    out.mkdir(parents=True, exist_ok=True)
+    return write_report(out, "external_gpu", report, markdown)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--rerender", type=Path, default=None, metavar="EXTERNAL_GPU_JSON",
+                    help="no run: recompute a finished run's comparisons and tables into --out")
     ap.add_argument("--kernelbench", type=Path, help="KernelBench checkout (KernelBench/level1, src/kernelbench)")
     ap.add_argument("--geak-eval", type=Path, help="GEAK-eval checkout (ROCm set, revised TritonBench-G, harness)")
     ap.add_argument("--tritonbench", type=Path, help="thunlp/TritonBench checkout (instructions; --tbg-source thunlp)")
@@ -398,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="GEAK-eval harness: seconds per task process (a budget stops starting tasks; this bounds "
                          "the ones already running, so a phase ends by budget + this)")
     ap.add_argument("--budgets", default="", help="phase=seconds,... (defaults: %s)" % DEFAULT_BUDGETS)
-    ap.add_argument("--only", default="kb,tbg,rocm", help="benchmarks to run: kb,tbg,rocm")
+    ap.add_argument("--only", default="kb,tbg,rocm", help="benchmarks to run, in this order: kb,tbg,rocm")
     ap.add_argument("--levels", default="1", help="KernelBench levels (the issue asks for level 1)")
     ap.add_argument("--kb-trials", type=int, default=1,
                     help="amdkv's seeded trials for KernelBench (its inputs reach 17 GB per call; each trial's "
@@ -406,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kb-jobs", type=int, default=4, help="amdkv: KernelBench candidates at once (host memory)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
+    if args.rerender:
+        print(rerender(args.rerender, Path(args.out)))
+        return 0
     budgets = dict(DEFAULT_BUDGETS)
     for item in filter(None, args.budgets.split(",")):
         k, _, v = item.partition("=")
@@ -440,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
         plan.append(("tbg", f"tritonbench-g:{root}{index}", "strict", args.geak_eval))
     if "rocm" in only and args.geak_eval:
         plan.append(("rocm", f"rocmbench:{args.geak_eval}", "strict", args.geak_eval))
+    # in the order --only names them: a call that may be cut runs first what matters most to it
+    order = [k for k in args.only.split(",") if k]
+    plan.sort(key=lambda entry: order.index(entry[0]))
     for key, spec, policy, harness_root in plan:
         print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
         amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
@@ -451,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         print(slowest_tasks(amdkv), flush=True)
         # amdkv's verdicts (with each task's seconds) are kept even if the call ends in the harness phase
         # (both H200 calls of 2026-12-02 did, after one reference ran for minutes past the budget)
-        candidates = amdkv.pop("reference_candidates")
+        candidates = judged_first(amdkv.pop("reference_candidates"), amdkv["tasks"])
         report["benchmarks"][key] = benchmark_entry(key, amdkv, {"unavailable": "not finished: the run ended "
                                                                                "during this phase"})
         write_report(out, "external_gpu", report, markdown)

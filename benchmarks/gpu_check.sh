@@ -15,6 +15,13 @@
 #   hip   every HIP reference solution + the broken HIP set, cold + warm (benchmarks/hip_gpu_check.py)
 #   hiplean  the same with the lean build scheme tried first (AMDKV_HIP_LEAN_BUILD=1; docs/hip.md)
 #   learn the training stack learns: SFT then GRPO on procedural tasks (benchmarks/learning_run.py)
+#   learnbg  the same run, longer than one call: started in a session of its own (setsid) from a private
+#         copy of the repo under /tmp/amdkv-learnbg, budget LEARNBG_S (default 1100), and left running; later
+#         steps of this call and of later calls go on beside it (the machine stays warm only 30 s between
+#         calls: send the next call at once). While it runs, no step kills verifier workers it did not start
+#   learnwait  wait for learnbg's run (at most LEARNWAIT_S, default 540, and never past 15 s before CALL_S,
+#         the whole call's limit counted from this script's start, when set) and pack what it wrote so far
+#         (learning.json/png when it finished, else each arm's curve and SFT results, the log)
 #   tthr  SFT tokens/s against plain TRL, RL step split (benchmarks/train_throughput.py)
 #   dry   the 8B configs' memory dry run (benchmarks/train_dryrun.py)
 #   proc  procedural templated solutions verified (benchmarks/procedural_gpu.py)
@@ -31,6 +38,7 @@
 # (default .whl, carried): installed once into /tmp/site, first on PYTHONPATH.
 # A step cut by its limit gets SIGINT first (Python unwinds and kills its workers), SIGKILL 20 s later.
 set -uo pipefail
+CALL_START=$(date +%s)
 OUT="${OUT:-gpu_check_out}"
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -48,14 +56,18 @@ SUMMARY="$OUT/summary.txt"
   echo "gpus visible: $NGPU; cpus: $(nproc)"; } > "$SUMMARY"
 python3 -m amdkv.cli env --json > "$OUT/env.json" 2>&1
 
+LEARNBG=/tmp/amdkv-learnbg
+learnbg_alive() { [ -f "$LEARNBG/pid" ] && kill -0 "$(cat "$LEARNBG/pid")" 2>/dev/null; }
+
 run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
   local name=$1 limit=$2; shift 2
   mkdir -p "$OUT/$name"
   local start=$(date +%s)
   timeout -s INT -k 20 "$limit" "$@" > "$OUT/$name/log.txt" 2>&1
   local rc=$?
-  # sandboxed workers run in their own sessions: make sure none outlives its step
-  pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
+  # sandboxed workers run in their own sessions: make sure none outlives its step (unless a learnbg
+  # run is alive: its verifier's workers match the same pattern; the step's Python unwound its own)
+  learnbg_alive || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
   echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s)" | tee -a "$SUMMARY"
 }
 
@@ -88,6 +100,31 @@ for step in $STEPS; do
     learn)
       run_step_tail learn "${LEARN_S:-560}" 12 python3 benchmarks/learning_run.py --out "$OUT/learn" \
         --budget-s "$(( ${LEARN_S:-560} - 30 ))" ${LEARN_FLAGS:-} ;;
+    learnbg)
+      rm -rf "$LEARNBG" && mkdir -p "$LEARNBG/repo" "$OUT/learnbg"
+      tar -c --exclude=./.ext --exclude=./.whl --exclude=./.whlgen --exclude=./.git --exclude=./.venv --exclude=./build --exclude="./$OUT" . \
+        | tar -x -C "$LEARNBG/repo"
+      ( cd "$LEARNBG/repo" && PYTHONPATH="$LEARNBG/repo:$PYTHONPATH" AMDKV_CACHE_DIR="$LEARNBG/cache" setsid nohup \
+          timeout -s INT -k 20 "${LEARNBG_S:-1100}" python3 benchmarks/learning_run.py --out "$LEARNBG/out" \
+          --work "$LEARNBG/work" --budget-s "$(( ${LEARNBG_S:-1100} - 30 ))" ${LEARN_FLAGS:-} \
+          > "$LEARNBG/log.txt" 2>&1 < /dev/null & echo $! > "$LEARNBG/pid" )
+      echo "step learnbg: started pid $(cat "$LEARNBG/pid"), budget ${LEARNBG_S:-1100} s" | tee -a "$SUMMARY"
+      echo "started $(date -u +%T) budget ${LEARNBG_S:-1100} s flags ${LEARN_FLAGS:-}" > "$OUT/learnbg/started.txt" ;;
+    learnwait)
+      mkdir -p "$OUT/learnwait"
+      start=$(date +%s)
+      wait_s=${LEARNWAIT_S:-540}
+      if [ -n "${CALL_S:-}" ] && [ $(( CALL_S - 15 - (start - CALL_START) )) -lt "$wait_s" ]; then
+        wait_s=$(( CALL_S - 15 - (start - CALL_START) ))
+      fi
+      while learnbg_alive && [ ! -f "$LEARNBG/out/learning.json" ] && [ $(( $(date +%s) - start )) -lt "$wait_s" ]; do
+        sleep 5
+      done
+      state=$( [ -f "$LEARNBG/out/learning.json" ] && echo finished || { learnbg_alive && echo "still running" || echo "ended without learning.json"; } )
+      cp -r "$LEARNBG/out/." "$OUT/learnwait/" 2>/dev/null
+      cp "$LEARNBG"/work/*.json "$LEARNBG/log.txt" "$OUT/learnwait/" 2>/dev/null
+      echo "step learnwait: $state after $(( $(date +%s) - start )) s of waiting" | tee -a "$SUMMARY"
+      tail -n 12 "$LEARNBG/log.txt" >> "$SUMMARY" 2>/dev/null ;;
     tthr)
       run_step_tail tthr "${TTHR_S:-300}" 8 python3 benchmarks/train_throughput.py --out "$OUT/tthr" ${TTHR_FLAGS:-} ;;
     dry)
@@ -110,10 +147,10 @@ for step in $STEPS; do
         --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench ${PROBE_FLAGS:-} ;;
     gs)
       run_step_tail gs "${GS_S:-240}" 10 python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-} ;;
-    *) echo "unknown step $step (refs adv fid tp hip hiplean learn tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
+    *) echo "unknown step $step (refs adv fid tp hip hiplean learn learnbg learnwait tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
   esac
-  # caches (references, compiles, verdicts) stay behind: they are large and not results
-  tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' -czf "$OUT/$step.tgz" "$step" \
+  # caches (references, compiles, verdicts) and installed wheels (gen's site/) stay behind: large, not results
+  tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' --exclude='site' -czf "$OUT/$step.tgz" "$step" \
     && rm -rf "${OUT:?}/$step"
 done
 cat "$SUMMARY"

@@ -314,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default=None, help="comma-separated seeds")
     parser.add_argument("--train-suite", default=None)
     parser.add_argument("--heldout-suite", default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override one Plan field (repeatable), e.g. --set rl_eval_every=10 for a longer run")
     args = parser.parse_args(argv)
     t_start = time.time()
     plan = Plan.tiny() if args.tiny else Plan()
@@ -321,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.budget_s = args.budget_s
     if args.seeds:
         plan.seeds = tuple(int(s) for s in args.seeds.split(","))
+    apply_overrides(plan, args.set)
     plan.train_suite = args.train_suite or plan.train_suite
     plan.heldout_suite = args.heldout_suite or plan.heldout_suite
     out = Path(args.out)
@@ -361,6 +364,24 @@ def main(argv: list[str] | None = None) -> int:
     write_logs(work, out / "learning_logs.txt")
     print_table(result)
     return 0
+
+
+def apply_overrides(plan: Plan, items: list[str]) -> None:
+    """`--set FIELD=VALUE`: a longer run than one device call (gpu_check.sh's `learnbg`) wants other
+    cadences (evaluations every 10 RL steps instead of 5) without a new Plan in the code. Values are
+    read as JSON where they parse (numbers, null, lists for tuples), else as strings."""
+    fields = {f.name: f for f in dataclasses.fields(plan)}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or name not in fields:
+            raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with FIELD one of {', '.join(sorted(fields))}")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        if isinstance(getattr(plan, name), tuple) and isinstance(value, list):
+            value = tuple(value)
+        setattr(plan, name, value)
 
 
 def _read(path: Path) -> dict[str, Any]:
