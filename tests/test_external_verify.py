@@ -142,7 +142,7 @@ def test_reference_that_fails_here_makes_the_task_unverifiable(tmp_path: Path) -
 
 def test_reference_past_its_timeout_makes_the_task_unverifiable(tmp_path: Path, monkeypatch) -> None:
     """`reference_timeout` (AMDKV_REFERENCE_TIMEOUT) bounds a benchmark's reference worker: one that
-    sleeps past it makes the task `unverifiable`/`reference_failed` saying it timed out, not infra_error."""
+    sleeps past it makes the task `unverifiable`/`reference_timeout` naming the setting, not infra_error."""
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     folder = tmp_path / "data" / "TritonBench_G_v1"
     folder.mkdir(parents=True)
@@ -157,9 +157,34 @@ def test_reference_past_its_timeout_makes_the_task_unverifiable(tmp_path: Path, 
     task = load_suite(f"tritonbench-g:{tmp_path}")[0]
     with Verifier("cpu", spares=0, timeout=60, reference_timeout=3, verdict_cache=False) as v:
         verdict = v.verify(task, Candidate(kernel))
-    assert (verdict.status, verdict.reason) == ("unverifiable", "reference_failed")
-    assert "timed out" in verdict.diagnostics
+    assert (verdict.status, verdict.reason) == ("unverifiable", "reference_timeout")
+    assert "timed out" in verdict.diagnostics and "AMDKV_REFERENCE_TIMEOUT" in verdict.diagnostics
     assert verdict.timings["total_s"] < 30
+
+
+def test_reference_outputs_that_cannot_be_written_are_the_machines_failure(tmp_path: Path, monkeypatch) -> None:
+    """A reference whose outputs are written short (the H200's KernelBench phase of 2026-12-04: torch's
+    "unexpected pos 832 vs 726" beside a filling disk) is infra_error naming the write, never the
+    benchmark task's `unverifiable`. The short write is simulated inside the reference worker, where
+    it happens: the benchmark file's kernel part (trusted, the reference's only) makes torch.save raise
+    torch's own message, since a disk that fills during one write cannot be arranged here."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    kernel = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+              "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+              "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n\n\n"
+              "def copy(x):\n    y = torch.empty_like(x)\n    k[(1,)](x, y, x.numel(), BLOCK=16)\n    return y\n")
+    short_write = ("\n\ndef _short_write(*args, **kwargs):\n"
+                   "    raise RuntimeError('[enforce fail at inline_container.cc:672] . unexpected pos 832 vs 726')\n\n\n"
+                   "torch.save = _short_write\n")
+    (folder / "short.py").write_text(kernel + short_write + "\n" + "#" * 146 + "\n\ndef test_copy():\n"
+                                     "    return {'a': copy(torch.ones(8, device='cuda'))}\n")
+    task = load_suite(f"tritonbench-g:{tmp_path}")[0]
+    with Verifier("cpu", spares=0, timeout=60, verdict_cache=False) as v:
+        verdict = v.verify(task, Candidate(kernel))
+    assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics
+    assert "could not be written" in verdict.diagnostics and "unexpected pos 832 vs 726" in verdict.diagnostics
 
 
 PARTIAL_WRITE = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"

@@ -145,6 +145,7 @@ EXPLANATIONS = {
     "input_mutation": "an input was modified",
     "sandbox_violation": "the candidate opened a file, socket or process the sandbox refuses",
     "reference_failed": "the benchmark's own reference fails on this platform",
+    "reference_timeout": "the benchmark's own reference ran past this run's reference timeout (AMDKV_REFERENCE_TIMEOUT)",
     "bf16_on_interpreter": "bf16 cannot be judged by the Triton CPU interpreter",
 }
 

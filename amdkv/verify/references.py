@@ -25,7 +25,8 @@ from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare
 from amdkv.verify.reference_cache import CaseFiles, case_key, evict, touch
 from amdkv.verify.worker_process import stderr_excerpt
-from amdkv.verify.worker_protocol import ReferenceCaseJob, ReferenceJob, ReferenceResult, WorkerReport
+from amdkv.verify.worker_protocol import (OutputWriteError, ReferenceCaseJob, ReferenceJob, ReferenceResult,
+                                          WorkerReport)
 
 _LOG = logging.getLogger("amdkv.verify")
 WORKER_DIED_HINT = "the task file itself is broken or the machine is overloaded"
@@ -39,6 +40,7 @@ class ReferenceFailed(InfrastructureError):
     this platform; for a PyTorch reference it stays a harness failure (infra_error)."""
 
     killed_by_signal: bool = False  # the worker died by a signal without a report (retried: reference_attempts)
+    timed_out: bool = False  # it ran past `reference_timeout`: a setting of this run, said as its own reason
 
 
 def reference_attempts(config: VerifierConfig) -> list[tuple[str, str | None, VerifierConfig]]:
@@ -58,7 +60,8 @@ def reference_attempts(config: VerifierConfig) -> list[tuple[str, str | None, Ve
 _REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
 # Reference computations that failed in this process, by the same key as the lock: the other
 # candidates of that task get the same answer without running the failing reference again.
-_REFERENCE_FAILURES: dict[tuple, str] = {}
+REFERENCE_TIMEOUT = "reference_timeout"  # unverifiable's reason when a benchmark's reference ran past the limit
+_REFERENCE_FAILURES: dict[tuple, tuple[str, bool]] = {}  # -> (message, timed out)
 _REFERENCE_LOCKS_GUARD = threading.Lock()
 
 
@@ -71,6 +74,12 @@ def _reference_lock(key: tuple) -> threading.Lock:
 class ReferencesMixin:
     """The reference half of `Verifier` (uses its `config`, `platform`, `trials`, `timeout`,
     `time_performance`, `compile_baseline`, `_device_desc`, `_gpu_spec`, `reference_runs`)."""
+
+    @property
+    def reference_timeout_s(self) -> float:
+        """Seconds a task's reference worker may run: `reference_timeout`, unset: the candidate
+        timeout, at least 300 s."""
+        return self.config.reference_timeout or max(self.timeout, 300.0)
 
     def _trials_for(self, case: Any) -> int:
         return self.trials if case.is_correctness else 1
@@ -85,7 +94,9 @@ class ReferencesMixin:
         with _reference_lock(lock_key):
             failed = _REFERENCE_FAILURES.get(lock_key)
             if failed is not None:  # computed (and failed) for an earlier candidate of this task
-                raise ReferenceFailed(failed)
+                again = ReferenceFailed(failed[0])
+                again.timed_out = failed[1]
+                raise again
             try:
                 return self._references_locked(task, cases)
             except ReferenceFailed as exc:
@@ -93,7 +104,7 @@ class ReferencesMixin:
                 # remembered; a PyTorch reference that failed (overload, a timeout) is retried by the
                 # next candidate, or a long-running service would refuse that task forever.
                 if task.metadata.get("reference_failure") == "unverifiable":
-                    _REFERENCE_FAILURES[lock_key] = str(exc)
+                    _REFERENCE_FAILURES[lock_key] = (str(exc), exc.timed_out)
                 raise
 
     def _references_locked(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
@@ -144,6 +155,11 @@ class ReferencesMixin:
             # (free disk was checked when the verification started: Verifier.verify_now)
             try:
                 report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
+                if report.fatal is not None and report.fatal.error_type == OutputWriteError.__name__:
+                    # the machine's failure, whatever the disk says now (other writers may have freed it)
+                    self._check_disk()
+                    raise InfrastructureError(f"the reference outputs of task {task.id} could not be written: "
+                                              f"{report.fatal.error}", hint=LOW_DISK_HINT)
                 if report.fatal is not None:
                     raise ReferenceFailed(f"the reference for task {task.id} raised "
                                           f"{report.fatal.error_type}: {report.fatal.error}\n{report.fatal.traceback}",
@@ -219,13 +235,14 @@ class ReferencesMixin:
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
-            proc = spare.run(job, timeout=self.config.reference_timeout or max(self.timeout, 300.0))
+            proc = spare.run(job, timeout=self.reference_timeout_s)
             if proc.timed_out or not os.path.isfile(report_path):
                 failed = ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
                     f"{'timed out' if proc.timed_out else 'no report'}): {stderr_excerpt(proc.stderr, 3000)}",
                     hint=WORKER_DIED_HINT)
                 failed.killed_by_signal = not proc.timed_out and (proc.returncode or 0) < 0
+                failed.timed_out = proc.timed_out
                 raise failed
             return WorkerReport.from_json(Path(report_path).read_text())
         finally:

@@ -38,7 +38,8 @@ from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import Spare, SparePool
 from amdkv.verify.program import (allowed_imports, candidate_part, program_findings, program_spec,
                                   program_text, trusted_first_line)
-from amdkv.verify.references import BASE_SEED, INIT_SEED, ReferenceFailed, ReferencesMixin  # noqa: F401
+from amdkv.verify.references import (BASE_SEED, INIT_SEED, REFERENCE_TIMEOUT, ReferenceFailed,  # noqa: F401
+                                     ReferencesMixin)
 from amdkv.verify.speed import SpeedMixin
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, UNVERIFIABLE,
                                   ArchResources, Verdict)
@@ -204,8 +205,14 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         except ReferenceFailed as exc:
             if task.metadata.get("reference_failure") != "unverifiable":
                 raise
-            verdict.status, verdict.reason = UNVERIFIABLE, "reference_failed"
-            verdict.diagnostics += f"\nthe task's reference (the benchmark's own code) fails on this platform: {exc.message}"
+            if exc.timed_out:  # this run's limit, not the benchmark's code failing: said apart
+                verdict.status, verdict.reason = UNVERIFIABLE, REFERENCE_TIMEOUT
+                verdict.diagnostics += (f"\nthe task's reference (the benchmark's own code) ran past this run's reference "
+                                        f"timeout ({self.reference_timeout_s:g} s; "
+                                        f"raise AMDKV_REFERENCE_TIMEOUT): {exc.message}")
+            else:
+                verdict.status, verdict.reason = UNVERIFIABLE, "reference_failed"
+                verdict.diagnostics += f"\nthe task's reference (the benchmark's own code) fails on this platform: {exc.message}"
         except InfrastructureError as exc:
             verdict.status, verdict.reason = INFRA_ERROR, "harness_failure"
             verdict.diagnostics += f"\n[infra] {exc}"

@@ -22,8 +22,8 @@ import torch
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateError, CandidateJob, CandidateResult,
-                                          Finding, ReferenceCaseReport, ReferenceJob, ReferenceResult,
-                                          ReferenceTiming, TimingResult, worker_settings)
+                                          Finding, OutputWriteError, ReferenceCaseReport, ReferenceJob,
+                                          ReferenceResult, ReferenceTiming, TimingResult, worker_settings)
 
 TRACE_LIMIT = 4000
 OUT_OF_BOUNDS_ACCESS = "out_of_bounds_access"  # reason/finding code of a refused interpreter access
@@ -96,6 +96,18 @@ class TailBuffer(io.TextIOBase):
 
 
 # ------------------------------------------------------------------------------------ reference
+def save_for_parent(obj: Any, path: str) -> None:
+    """torch.save of a file the parent reads; a failed write is OutputWriteError, the machine's
+    failure. On the H200 (2026-12-04) KernelBench references' saves failed as torch's "unexpected pos
+    832 vs 726" beside a filling disk: as a plain RuntimeError that read as the task's fault (and a
+    benchmark task's reference failing makes the task unverifiable)."""
+    try:
+        torch.save(obj, path)
+    except Exception as exc:  # noqa: BLE001 - whatever torch raises for a short write
+        written = os.path.getsize(path) if os.path.exists(path) else 0
+        raise OutputWriteError(f"writing {path} failed after {written} bytes: {type(exc).__name__}: {exc}") from exc
+
+
 def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     from amdkv.tasks.loader import load_task_and_module
     from amdkv.verify.program import program_spec
@@ -162,10 +174,10 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
         timing = None
         if cjob.time:
             timing = _time_reference(model, trials[0], device, cjob.flush_bytes, cjob.compile_baseline)
-        torch.save({"init_inputs": case.init_inputs, "init_seed": cjob.init_seed,
-                    "state_dict": state_dict, "trials": trials, "seeds": cjob.seeds,
-                    "mutated": sorted(mutated_all)}, cjob.inputs_file)
-        torch.save({"eager": eager, "golden": golden if golden_ok else None}, cjob.expected_file)
+        save_for_parent({"init_inputs": case.init_inputs, "init_seed": cjob.init_seed,
+                         "state_dict": state_dict, "trials": trials, "seeds": cjob.seeds,
+                         "mutated": sorted(mutated_all)}, cjob.inputs_file)
+        save_for_parent({"eager": eager, "golden": golden if golden_ok else None}, cjob.expected_file)
         first_out = eager[0]
         result.cases.append(ReferenceCaseReport(
             name=case.name,
@@ -520,7 +532,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     report.kernels = counter.kernels
     report.stdout_tail = stdout_buf.getvalue()[-2000:]
     with clock.phase("save_outputs"):
-        torch.save(outputs, job.outputs_path)
+        save_for_parent(outputs, job.outputs_path)
     return report
 
 

@@ -321,6 +321,12 @@ class CandidateResult(Message):
     phase_children_cpu_s: dict[str, float]  # compilers' (gcc, ptxas) share: worker_<phase>_children_cpu_s
 
 
+class OutputWriteError(OSError):
+    """A worker could not write a file the parent reads (reference inputs and outputs, a candidate's
+    outputs): the machine's failure (a disk that filled during the write, a file-size limit), never
+    the task's or the candidate's. Its name travels as `WorkerFailure.error_type`."""
+
+
 @dataclass
 class WorkerFailure(Message):
     """The worker itself failed: the job could not be read or raised outside the candidate's
