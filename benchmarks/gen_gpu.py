@@ -45,6 +45,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from report_files import write_report  # noqa: E402
 
 SERVE_WAIT_S = 120
 
@@ -70,6 +72,10 @@ def child_env(site: Path | None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env["AMDKV_VERDICT_CACHE"] = "0"
     env.setdefault("AMDKV_CACHE_DIR", "/tmp/amdkv-cache")
+    # nothing outside the GPU machine can be reached: a Hub lookup there waits for its timeout instead of
+    # failing (a likely reason, not established, why `transformers serve` did not answer in 120 s on
+    # 2026-12-04; its output now goes to server.log)
+    env.setdefault("HF_HUB_OFFLINE", "1")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -140,8 +146,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(model: str, port: int, env: dict[str, str], device: str) -> tuple[subprocess.Popen | None, str]:
-    """vLLM if it imports, else transformers serve; (process, which) or (None, reason)."""
+def start_server(model: str, port: int, env: dict[str, str], device: str,
+                 log_path: Path) -> tuple[subprocess.Popen | None, str]:
+    """vLLM if it imports, else transformers serve; (process, which) or (None, reason). The server's
+    output goes to `log_path`, never to a pipe nobody reads: a full pipe stops a chatty server (the
+    H200 call of 2026-12-04 saw `transformers serve` not answer for 120 s with its stderr piped)."""
     import httpx
 
     vllm = subprocess.run([sys.executable, "-c", "import vllm"], env=env, capture_output=True).returncode == 0
@@ -157,11 +166,16 @@ def start_server(model: str, port: int, env: dict[str, str], device: str) -> tup
         which = "transformers serve"
         if not exe:
             return None, "no vllm and no `transformers` command"
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True)
+
+    def tail() -> str:
+        return log_path.read_text(errors="replace")[-800:]
+
     deadline = time.monotonic() + SERVE_WAIT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            return None, f"{which} exited: {proc.stderr.read()[-800:]}"
+            return None, f"{which} exited: {tail()}"
         try:
             if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
                 return proc, which
@@ -169,7 +183,7 @@ def start_server(model: str, port: int, env: dict[str, str], device: str) -> tup
             pass
         time.sleep(0.5)
     proc.kill()
-    return None, f"{which} did not answer within {SERVE_WAIT_S} s"
+    return None, f"{which} did not answer within {SERVE_WAIT_S} s; its last output: {tail()}"
 
 
 # ---------------------------------------------------------------------------------- phases
@@ -183,12 +197,15 @@ def gen_phase(name: str, language: str, args: list[str], out: Path, env: dict[st
     log(f"phase {name}: {' '.join(cmd[3:])}")
     started = time.monotonic()
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget + 240)
+        # replies in flight at --max-wall still finish (46 s past a 126-s budget on the H200; longer on a
+        # CPU): a killed phase loses its summary, so the margin is generous
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget + max(60.0, budget))
         rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:  # replies still in flight past --max-wall: the next phases still run
         rc, stdout = None, ""
         stderr = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        stderr += f"\n[gen_gpu] phase {name} killed after {budget + 240:.0f} s (replies in flight past --max-wall)"
+        stderr += (f"\n[gen_gpu] phase {name} killed after {budget + max(60.0, budget):.0f} s (replies in "
+                   "flight past --max-wall)")
     wall = time.monotonic() - started
     try:
         summary = json.loads(stdout)
@@ -228,6 +245,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--overfit-s", type=float, default=75.0)
     ap.add_argument("--budget-s", type=float, default=330.0, help="seconds for the three gen phases together")
+    ap.add_argument("--total-s", type=float, default=None,
+                    help="seconds for the whole script: the phases then share what is left once the model is "
+                         "trained and the server answers, less a reserve for replies in flight (overrides "
+                         "--budget-s; the fixed costs before the phases took ~4 minutes on the H200)")
     ap.add_argument("--max-tokens", type=int, default=1536)
     common = ap.parse_args()
     common.task_ids = [t for t in common.task_ids.split(",") if t]
@@ -256,37 +277,45 @@ def main() -> None:
                                               common.device)
         log(f"model: {report['model']}")
     port = free_port()
-    server, which = start_server(model_dir, port, env, common.device)
+    server, which = start_server(model_dir, port, env, common.device, out / "server.log")
     report["server"] = which
     log(f"server: {which}")
     budget = common.budget_s
+    if common.total_s:
+        # each phase may overrun its --max-wall by the replies still in flight (172 s on a 126-s budget
+        # on the H200): keep a fifth of what is left for that
+        budget = max(30.0, 0.8 * (common.total_s - (time.monotonic() - t0)))
+        log(f"phases share {budget:.0f} s of the {common.total_s:.0f} s total")
     split = {"model": 0.45, "replay": 0.35, "replay_hip": 0.20}
-    phases = []
+    report["phases"] = phases = []
+
+    def run_phase(name: str, language: str, args: list[str]) -> None:
+        """One phase, then the report rewritten whole: a call cut in a later phase keeps this one's
+        numbers (the H200 call of 2026-12-04 lost every phase's table to a cut in the second)."""
+        phases.append(gen_phase(name, language, args, out, env, budget * split[name], common))
+        report["wall_s"] = round(time.monotonic() - t0, 1)
+        write_report(out, "gen_gpu", report, render)
+
     sampling = ["--turns", "2", "--shots", "0", "--temperature", "0", "--max-tokens", str(common.max_tokens)]
     try:
         if server is not None:
-            phases.append(gen_phase("model", "triton", ["--llm", "openai", "--model", model_dir, "--base-url",
-                                                         f"http://127.0.0.1:{port}/v1", *sampling], out, env,
-                                    budget * split["model"], common))
+            run_phase("model", "triton", ["--llm", "openai", "--model", model_dir, "--base-url",
+                                          f"http://127.0.0.1:{port}/v1", *sampling])
         else:
-            phases.append(gen_phase("model", "triton", ["--llm", "hf", "--model", model_dir, *sampling], out, env,
-                                    budget * split["model"], common))
+            run_phase("model", "triton", ["--llm", "hf", "--model", model_dir, *sampling])
     finally:
         if server is not None:
             server.kill()
-    phases.append(gen_phase("replay", "triton", ["--llm", "replay", "--turns", "2", "--shots", "0"], out, env,
-                            budget * split["replay"], common))
-    phases.append(gen_phase("replay_hip", "hip", ["--llm", "replay", "--turns", "1", "--shots", "0"], out, env,
-                            budget * split["replay_hip"], common))
-    report["phases"] = phases
-    report["wall_s"] = round(time.monotonic() - t0, 1)
-    platform = next((p["summary"]["run"].get("platform") for p in phases if "run" in p["summary"]), None) or "?"
-    md = table(phases, platform)
-    (out / "gen_gpu.json").write_text(json.dumps(report, indent=2, default=str))
-    (out / "gen_gpu.md").write_text(md)
-    print(md)
+    run_phase("replay", "triton", ["--llm", "replay", "--turns", "2", "--shots", "0"])
+    run_phase("replay_hip", "hip", ["--llm", "replay", "--turns", "1", "--shots", "0"])
+    print(render(report))
     log(f"done in {report['wall_s']} s")
 
+
+def render(report: dict[str, Any]) -> str:
+    phases = report["phases"]
+    platform = next((p["summary"]["run"].get("platform") for p in phases if "run" in p["summary"]), None) or "?"
+    return table(phases, platform)
 
 if __name__ == "__main__":
     main()

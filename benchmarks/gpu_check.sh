@@ -18,7 +18,10 @@
 #   learnbg  the same run, longer than one call: started in a session of its own (setsid) from a private
 #         copy of the repo under /tmp/amdkv-learnbg, budget LEARNBG_S (default 1100), and left running; later
 #         steps of this call and of later calls go on beside it (the machine stays warm only 30 s between
-#         calls: send the next call at once). While it runs, no step kills verifier workers it did not start
+#         calls: send the next call at once). While it runs, no step kills verifier workers it did not start;
+#         its reference cache is capped at LEARNBG_CACHE_GIB (8). Send a call's output to a file under $OUT, not
+#         into a pipe: the call of 2026-12-04 that piped it into `tail` returned only at its 600-s limit,
+#         3 minutes after its steps ended (something it left running held the pipe; not established what)
 #   learnwait  wait for learnbg's run (at most LEARNWAIT_S, default 540, and never past 15 s before CALL_S,
 #         the whole call's limit counted from this script's start, when set) and pack what it wrote so far
 #         (learning.json/png when it finished, else each arm's curve and SFT results, the log)
@@ -68,7 +71,9 @@ run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
   # sandboxed workers run in their own sessions: make sure none outlives its step (unless a learnbg
   # run is alive: its verifier's workers match the same pattern; the step's Python unwound its own)
   learnbg_alive || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
-  echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s)" | tee -a "$SUMMARY"
+  # the free disk after each step: the KernelBench reference phase of 2026-12-04 failed short writes
+  # beside a learning run whose reference cache was not capped, with no record of the disk
+  echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s); free disk $(df -h --output=avail "${AMDKV_CACHE_DIR%/*}" 2>/dev/null | tail -1 | tr -d ' ')" | tee -a "$SUMMARY"
 }
 
 run_step_tail() {  # run_step_tail NAME LIMIT_S LINES CMD...   (run_step, then the log's last LINES lines -> summary)
@@ -104,7 +109,8 @@ for step in $STEPS; do
       rm -rf "$LEARNBG" && mkdir -p "$LEARNBG/repo" "$OUT/learnbg"
       tar -c --exclude=./.ext --exclude=./.whl --exclude=./.whlgen --exclude=./.git --exclude=./.venv --exclude=./build --exclude="./$OUT" . \
         | tar -x -C "$LEARNBG/repo"
-      ( cd "$LEARNBG/repo" && PYTHONPATH="$LEARNBG/repo:$PYTHONPATH" AMDKV_CACHE_DIR="$LEARNBG/cache" setsid nohup \
+      ( cd "$LEARNBG/repo" && PYTHONPATH="$LEARNBG/repo:$PYTHONPATH" AMDKV_CACHE_DIR="$LEARNBG/cache" \
+          AMDKV_REFERENCE_CACHE_GIB="${LEARNBG_CACHE_GIB:-8}" setsid nohup \
           timeout -s INT -k 20 "${LEARNBG_S:-1100}" python3 benchmarks/learning_run.py --out "$LEARNBG/out" \
           --work "$LEARNBG/work" --budget-s "$(( ${LEARNBG_S:-1100} - 30 ))" ${LEARN_FLAGS:-} \
           > "$LEARNBG/log.txt" 2>&1 < /dev/null & echo $! > "$LEARNBG/pid" )
@@ -141,7 +147,7 @@ for step in $STEPS; do
         --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench --harness-site /tmp/site --jobs 8 ${EXT_FLAGS:-} ;;
     gen)
       run_step_tail gen "${GEN_S:-400}" 12 python3 benchmarks/gen_gpu.py --out "$OUT/gen" \
-        --budget-s "$(( ${GEN_S:-400} - 120 ))" ${GEN_FLAGS:-} ;;
+        --total-s "$(( ${GEN_S:-400} - 30 ))" ${GEN_FLAGS:-} ;;
     probe)
       run_step_tail probe "${PROBE_S:-400}" 8 python3 benchmarks/crash_probe.py --out "$OUT/probe" \
         --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench ${PROBE_FLAGS:-} ;;

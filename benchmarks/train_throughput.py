@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-rl", action="store_true")
     parser.add_argument("--rl-tokens", type=int, default=768, help="tokens each completion really generates")
     parser.add_argument("--jobs", type=int, default=8, help="verifications at once (RL)")
+    parser.add_argument("--rl-steps", type=int, default=4, help="RL steps on the GPU (the first is a warm-up)")
     args = parser.parse_args(argv)
     import torch
 
@@ -198,13 +199,24 @@ def main(argv: list[str] | None = None) -> int:
                                    # step 3 (2026-12-02; 28 layers of activations without checkpointing)
                                    steps=3 if args.tiny else 24, batch=2,
                                    warmup=1 if args.tiny else 4, out_dir=work, gpu=gpu)
+    # written and printed before RL starts: on 2026-12-04 the H200 step's limit cut the RL part and took
+    # the finished SFT comparison with it
+    save(result, out)
     if not args.skip_rl:
-        result["rl"] = rl_split(tok, unit if args.tiny else smoke, steps=2 if args.tiny else 6,
+        # 4 steps on the GPU (1 warm-up + 3 steady): a step of 64 completions x 768 tokens took 75-78 s
+        # on the H200, so 6 steps did not fit the step's limit
+        result["rl"] = rl_split(tok, unit if args.tiny else smoke, steps=2 if args.tiny else args.rl_steps,
                                 prompts_per_step=1 if args.tiny else 8, generations=2 if args.tiny else 8,
                                 tokens=8 if args.tiny else args.rl_tokens, jobs=1 if args.tiny else args.jobs,
                                 out_dir=work, gpu=gpu)
+        save(result, out)
+    return 0
+
+
+def save(result: dict[str, Any], out: Path) -> None:
+    """throughput.json with what is measured so far, and its lines printed."""
     (out / "throughput.json").write_text(json.dumps(result, indent=1))
-    print(f"\ntraining throughput on {result['device']}")
+    print(f"\ntraining throughput on {result['device']}" + ("" if "rl" in result else " (SFT part)"), flush=True)
     for name, r in result["sft"].items():
         ratio = r.get("ratio_to_plain_trl")
         print(f"  SFT {name:13} {r['tokens_per_s']:>10.0f} tokens/s" + (f"  ({ratio:.2f}x plain TRL)" if ratio else ""))
@@ -212,9 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         s = result["rl"]["steady"]
         print(f"  RL step {s['timing/step_s']:.2f} s = generation {s['timing/generation_s']:.2f} + reward "
               f"{s['timing/reward_s']:.2f} + update {s['timing/update_s']:.2f}; reward share "
-              f"{s['timing/reward_frac']:.0%} ({result['rl']['completions_per_step']} distinct programs per step)")
-    return 0
-
+              f"{s['timing/reward_frac']:.0%} ({result['rl']['completions_per_step']} distinct programs per step)",
+              flush=True)
 
 if __name__ == "__main__":
     sys.exit(main())
