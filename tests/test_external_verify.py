@@ -140,16 +140,20 @@ def test_reference_that_fails_here_makes_the_task_unverifiable(tmp_path: Path) -
         assert "arange" in verdict.diagnostics
 
 
+# a TritonBench-G style kernel part: copy(x) through one Triton kernel
+COPY_KERNEL = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+               "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+               "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n\n\n"
+               "def copy(x):\n    y = torch.empty_like(x)\n    k[(1,)](x, y, x.numel(), BLOCK=16)\n    return y\n")
+
+
 def test_reference_past_its_timeout_makes_the_task_unverifiable(tmp_path: Path, monkeypatch) -> None:
     """`reference_timeout` (AMDKV_REFERENCE_TIMEOUT) bounds a benchmark's reference worker: one that
     sleeps past it makes the task `unverifiable`/`reference_timeout` naming the setting, not infra_error."""
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     folder = tmp_path / "data" / "TritonBench_G_v1"
     folder.mkdir(parents=True)
-    kernel = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-              "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
-              "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n\n\n"
-              "def copy(x):\n    y = torch.empty_like(x)\n    k[(1,)](x, y, x.numel(), BLOCK=16)\n    return y\n")
+    kernel = COPY_KERNEL
     reference = kernel.replace("import torch\n", "import time\nimport torch\n").replace(
         "    y = torch.empty_like(x)\n", "    time.sleep(60)\n    y = torch.empty_like(x)\n")
     (folder / "slow.py").write_text(reference + "\n" + "#" * 146 + "\n\ndef test_copy():\n"
@@ -171,10 +175,7 @@ def test_reference_outputs_that_cannot_be_written_are_the_machines_failure(tmp_p
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     folder = tmp_path / "data" / "TritonBench_G_v1"
     folder.mkdir(parents=True)
-    kernel = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-              "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
-              "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n\n\n"
-              "def copy(x):\n    y = torch.empty_like(x)\n    k[(1,)](x, y, x.numel(), BLOCK=16)\n    return y\n")
+    kernel = COPY_KERNEL
     short_write = ("\n\ndef _short_write(*args, **kwargs):\n"
                    "    raise RuntimeError('[enforce fail at inline_container.cc:672] . unexpected pos 832 vs 726')\n\n\n"
                    "torch.save = _short_write\n")
