@@ -259,6 +259,27 @@ def test_a_benchmark_test_that_does_not_reproduce_itself_makes_the_task_unverifi
     assert "do not reproduce their own outputs" in verdict.diagnostics
 
 
+def test_every_trial_of_a_benchmark_reference_must_reproduce(tmp_path: Path, monkeypatch) -> None:
+    """Not only the first trial: on the H200 `flash_decode2_phi` reproduced its first seed and not its
+    second, and its own kernel was then a `mismatch` against itself. Here the test's output changes
+    only on the fifth run in its process (the reference runs trials 0, 1, 2, then each again: the
+    fifth run is trial 1's second), so a check of trial 0 alone would let it through."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    kernel = PARTIAL_WRITE.replace("WRITTEN", "16")
+    (folder / "second_seed.py").write_text(
+        kernel + "\n" + "#" * 146 + "\n\nimport time\n\nRUNS = [0]\n\ndef test_second_seed():\n"
+        "    RUNS[0] += 1\n"
+        "    value = float(time.perf_counter_ns() % 100000 + 2) if RUNS[0] == 5 else 1.0\n"
+        "    return {'y': double_head(torch.full((16,), value))}\n")
+    task = load_suite(f"tritonbench-g:{tmp_path}")[0]
+    with Verifier("cpu", jobs=1, timeout=120, trials=3, verdict_cache=False) as v:
+        verdict = v.verify(task, Candidate(kernel))
+    assert (verdict.status, verdict.reason) == ("unverifiable", "reference_failed"), verdict.diagnostics
+    assert "second run of trial 1" in verdict.diagnostics
+
+
 def test_amdkv_eval_scores_both_ways_and_lists_disagreements(tmp_path: Path) -> None:
     from amdkv.evaluation import EvalSettings, run_eval
 

@@ -170,7 +170,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
         if not golden_ok:
             golden = []
         if program and case.is_correctness:
-            check_reproducible(task, model, trials[0], eager[0], device, allocations)
+            check_reproducible(task, model, trials, eager, device, allocations)
         timing = None
         if cjob.time:
             timing = _time_reference(model, trials[0], device, cjob.flush_bytes, cjob.compile_baseline)
@@ -198,27 +198,30 @@ class ReferenceNotReproducible(Exception):
     judged against them by comparison."""
 
 
-def check_reproducible(task: Any, model: Any, inputs: list[Any], first: list[Any], device: str,
+def check_reproducible(task: Any, model: Any, trials: list[list[Any]], firsts: list[list[Any]], device: str,
                        allocations: Any) -> None:
-    """Run a program's first trial again with the same seed and compare it with the first run the way
-    candidates are compared (the task's comparator and tolerance). A benchmark test that races
+    """Run each of a program's trials again with the same seed and compare it with its first run the
+    way candidates are compared (the task's comparator and tolerance). A benchmark test that races
     (TritonBench-G's index_select_bwd stores five rows into one in any order) or reads the clock
     would otherwise make every candidate, the benchmark's own kernel included, a `mismatch`; this
-    makes the task `unverifiable` saying why (reference_failed, verifier.py), once per task."""
+    makes the task `unverifiable` saying why (reference_failed, verifier.py), once per task. Every
+    trial, not only the first: on the H200 (2026-12-04) `flash_decode2_phi` reproduced its first
+    seed and not its second, and its own kernel was then a `mismatch` against itself."""
     from amdkv.verify.compare import compare_case
 
-    dev_inputs = to_device(inputs, device)
-    with torch.no_grad(), allocations():
-        again = model(*dev_inputs)
-    _sync(device)
-    leaves = _detach_leaves(again)
-    res = compare_case(leaves, first[:len(leaves)], None, inputs, task.comparator, task.tolerance,
-                       task.metadata.get("comparator_args"))
-    if not res.ok:
-        raise ReferenceNotReproducible(
-            f"the benchmark's tests do not reproduce their own outputs: a second run with the same seed "
-            f"differs from the first ({res.message}); its kernel or tests race or read state that changes "
-            "between runs, so no candidate can be judged by comparing outputs")
+    for number, (inputs, first) in enumerate(zip(trials, firsts)):
+        dev_inputs = to_device(inputs, device)
+        with torch.no_grad(), allocations():
+            again = model(*dev_inputs)
+        _sync(device)
+        leaves = _detach_leaves(again)
+        res = compare_case(leaves, first[:len(leaves)], None, inputs, task.comparator, task.tolerance,
+                           task.metadata.get("comparator_args"))
+        if not res.ok:
+            raise ReferenceNotReproducible(
+                f"the benchmark's tests do not reproduce their own outputs: a second run of trial {number} with "
+                f"the same seed differs from the first ({res.message}); its kernel or tests race or read state "
+                "that changes between runs, so no candidate can be judged by comparing outputs")
 
 
 def _time_reference(model: Any, inputs: list[Any], device: str, flush_bytes: int,
