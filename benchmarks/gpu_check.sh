@@ -19,9 +19,7 @@
 #         copy of the repo under /tmp/amdkv-learnbg, budget LEARNBG_S (default 1100), and left running; later
 #         steps of this call and of later calls go on beside it (the machine stays warm only 30 s between
 #         calls: send the next call at once). While it runs, no step kills verifier workers it did not start;
-#         its reference cache is capped at LEARNBG_CACHE_GIB (8). Send a call's output to a file under $OUT, not
-#         into a pipe: the call of 2026-12-04 that piped it into `tail` returned only at its 600-s limit,
-#         3 minutes after its steps ended (something it left running held the pipe; not established what)
+#         its reference cache is capped at LEARNBG_CACHE_GIB (8)
 #   learnwait  wait for learnbg's run (at most LEARNWAIT_S, default 540, and never past 15 s before CALL_S,
 #         the whole call's limit counted from this script's start, when set) and pack what it wrote so far
 #         (learning.json/png when it finished, else each arm's curve and SFT results, the log)
@@ -109,11 +107,15 @@ for step in $STEPS; do
       rm -rf "$LEARNBG" && mkdir -p "$LEARNBG/repo" "$OUT/learnbg"
       tar -c --exclude=./.ext --exclude=./.whl --exclude=./.whlgen --exclude=./.git --exclude=./.venv --exclude=./build --exclude="./$OUT" . \
         | tar -x -C "$LEARNBG/repo"
+      # the redirections on the whole subshell, and `exec`: a subshell left holding this script's stdout
+      # kept the call's output pipe open as long as the run lived (2026-12-04: the call returned only at
+      # its 600-s limit); with exec, $! is the run's own pid
       ( cd "$LEARNBG/repo" && PYTHONPATH="$LEARNBG/repo:$PYTHONPATH" AMDKV_CACHE_DIR="$LEARNBG/cache" \
-          AMDKV_REFERENCE_CACHE_GIB="${LEARNBG_CACHE_GIB:-8}" setsid nohup \
+          AMDKV_REFERENCE_CACHE_GIB="${LEARNBG_CACHE_GIB:-8}" exec setsid nohup \
           timeout -s INT -k 20 "${LEARNBG_S:-1100}" python3 benchmarks/learning_run.py --out "$LEARNBG/out" \
           --work "$LEARNBG/work" --budget-s "$(( ${LEARNBG_S:-1100} - 30 ))" ${LEARN_FLAGS:-} \
-          > "$LEARNBG/log.txt" 2>&1 < /dev/null & echo $! > "$LEARNBG/pid" )
+        ) > "$LEARNBG/log.txt" 2>&1 < /dev/null &
+      echo $! > "$LEARNBG/pid"
       echo "step learnbg: started pid $(cat "$LEARNBG/pid"), budget ${LEARNBG_S:-1100} s" | tee -a "$SUMMARY"
       echo "started $(date -u +%T) budget ${LEARNBG_S:-1100} s flags ${LEARN_FLAGS:-}" > "$OUT/learnbg/started.txt" ;;
     learnwait)

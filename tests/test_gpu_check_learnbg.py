@@ -1,0 +1,51 @@
+"""benchmarks/gpu_check.sh's `learnbg`/`learnwait` on this machine (CPU, the learning run's --tiny
+plan): the run outlives the call that started it, the call's output pipe is released at once (on the
+H200, 2026-12-04, a subshell holding it kept a call open to its 600-s limit), and a later call
+collects what the run wrote."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _gpu_check(out: Path, steps: str, **env: str) -> tuple[str, float]:
+    full = {**os.environ, "OUT": str(out), "STEPS": steps,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env}
+    t0 = time.monotonic()
+    # stdout a pipe read to its end, as the device tool and `| tail` read a call's output
+    proc = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh")], cwd=REPO, env=full,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return proc.stdout, time.monotonic() - t0
+
+
+def test_a_background_learning_run_outlives_its_call_and_is_collected_later(tmp_path: Path) -> None:
+    bg = Path("/tmp/amdkv-learnbg")
+    # 40 SFT steps make the tiny run last well past the starting call (~1 min here)
+    flags = "--tiny --set sft_max_steps=40"
+    started, seconds = _gpu_check(tmp_path / "call1", "learnbg", LEARNBG_S="300", LEARN_FLAGS=flags)
+    pid = int((bg / "pid").read_text())
+    alive_after_call = _alive(pid)
+    assert "step learnbg: started" in started
+    assert alive_after_call, "the run ended with the call that started it (or before: too fast to tell)"
+    assert seconds < 30, f"the starting call held its output open for {seconds:.0f} s"
+    collected, _ = _gpu_check(tmp_path / "call2", "learnwait", LEARNWAIT_S="400")
+    assert "step learnwait: finished" in collected, collected[-2000:]
+    with tarfile.open(tmp_path / "call2" / "learnwait.tgz") as tgz:
+        names = {Path(n).name for n in tgz.getnames()}
+    assert {"learning.json", "log.txt", "setup.json"} <= names, names
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
