@@ -405,9 +405,10 @@ def markdown(report: dict[str, Any]) -> str:
                 + (f"; smallest inputs first, the largest verified {biggest / 1e9:.2f} GB per call" if biggest else ""),
                 f"- **amdkv**: {a['verified']} verified in {a['seconds']} s ({a['per_minute']} candidates/min); "
                 "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items()),
-                f"- **the benchmark's harness**: " + (h.get("unavailable") or
-                                                      f"{h['ran']} run in {h['seconds']} s ({h['per_minute']} "
-                                                      f"candidates/min, {h['workers']} at once)"),
+                "- **the benchmark's harness**: " + (h.get("unavailable") or (
+                    f"{h['ran']} run before the call was cut (rebuilt from harness.jsonl; no phase time)"
+                    if h.get("rebuilt_from") else
+                    f"{h['ran']} run in {h['seconds']} s ({h['per_minute']} candidates/min, {h['workers']} at once)")),
                 f"- **reference passes its own test** (harness): {b['ref_passes']} of {b['harness_judged']}; of those "
                 f"`ok` under amdkv: {b['ref_passes_ok']}", "",
                 "| | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in c["counts"].items()] + [""]
@@ -423,13 +424,36 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+# harness.jsonl's "harness" field -> the benchmark key of the report
+HARNESS_KEYS = {"kernelbench": "kb", "geak-tbg": "tbg", "geak-rocm": "rocm"}
+
+
+def harness_from_log(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """A harness phase rebuilt from its harness.jsonl rows (written one by one as jobs finish), for a
+    phase the call's limit cut before the report was rewritten; None when the log has none of it."""
+    tasks = {r["task_id"]: {k: v for k, v in r.items() if k not in ("harness", "task_id")}
+             for r in rows if HARNESS_KEYS.get(r.get("harness", "")) == key}
+    if not tasks:
+        return None
+    ran = [r for r in tasks.values() if not r.get("not_run")]
+    return {"seconds": None, "ran": len(ran), "workers": None, "per_minute": None, "tasks": tasks,
+            "rebuilt_from": "harness.jsonl (the phase was cut before the report was rewritten)"}
+
+
 def rerender(report_json: Path, out: Path) -> str:
     """Recompute the comparisons of a finished run (its external_gpu.json) with the rules as they are
     now, and write the report to `out`: device time is scarce, the rules of comparison change (a
-    harness timeout stopped counting as a harness failure on 2026-12-04), the runs' verdicts do not."""
+    harness timeout stopped counting as a harness failure on 2026-12-04), the runs' verdicts do not.
+    A harness phase the call's limit cut (the report says "not finished") is rebuilt from the
+    harness.jsonl beside the JSON, which has every job that finished."""
     report = json.loads(report_json.read_text())
+    log = report_json.with_name("harness.jsonl")
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
     for key, b in report["benchmarks"].items():
-        report["benchmarks"][key] = benchmark_entry(key, b["amdkv"], b["harness"])
+        harness = b["harness"]
+        if "tasks" not in harness:
+            harness = harness_from_log(rows, key) or harness
+        report["benchmarks"][key] = benchmark_entry(key, b["amdkv"], harness)
     report["rerendered"] = {"from": str(report_json), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
     out.mkdir(parents=True, exist_ok=True)
     return write_report(out, "external_gpu", report, markdown)

@@ -141,6 +141,32 @@ def test_a_call_cut_during_the_harness_phase_keeps_amdkv_verdicts(tmp_path: Path
     assert "not finished" in (out / "external_gpu.md").read_text()
 
 
+def test_rerender_rebuilds_a_cut_harness_phase_from_its_log(tmp_path: Path) -> None:
+    """A call cut in a harness phase leaves amdkv's verdicts in the report ("not finished") and each
+    finished harness job in harness.jsonl: `--rerender` compares the two, and says the phase was rebuilt."""
+    mod = _script()
+    run = tmp_path / "run"
+    run.mkdir()
+    ok = {"status": "ok", "reason": None, "diagnostic": "", "seconds": 1.0, "input_bytes": None}
+    amdkv = {"spec": "tritonbench-g:x", "policy": "strict", "n_tasks": 3, "load_s": 0, "seconds": 9.0, "verified": 3,
+             "per_minute": 20.0, "platform": "cuda", "device": "gpu", "status_counts": {"ok": 3}, "no_reference": [],
+             "trials": 3, "tasks": {"a": ok, "b": ok, "c": ok}}
+    report = {"created": "now", "env": {}, "budgets": {}, "args": {}, "platform": "cuda", "device": "gpu",
+              "benchmarks": {"tbg": mod.benchmark_entry("tbg", amdkv, {"unavailable": "not finished: cut"})}}
+    (run / "external_gpu.json").write_text(json.dumps(report))
+    rows = [{"harness": "geak-tbg", "task_id": "a", "ok": True, "call": True, "exec": True},
+            {"harness": "geak-tbg", "task_id": "b", "ok": True, "call": True, "exec": False,
+             "stdout": "Failed to run benchmark for input tensor. Error: 'tuple' object has no attribute 'clone'"},
+            {"harness": "kernelbench", "task_id": "level1/x", "ok": True, "correct": True}]
+    (run / "harness.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    md = mod.rerender(run / "external_gpu.json", tmp_path / "again")
+    tbg = json.loads((tmp_path / "again" / "external_gpu.json").read_text())["benchmarks"]["tbg"]
+    counts = tbg["comparison"]["counts"]
+    assert (counts["both_pass"], counts["amdkv_only"], counts["not_compared"]) == (1, 1, 1)
+    assert "input_tensor.clone()" in tbg["comparison"]["disagreements"][0]["harness_why"]
+    assert "rebuilt from harness.jsonl" in md
+
+
 def test_the_harness_phase_starts_with_the_tasks_amdkv_judged() -> None:
     """A harness phase cut by its budget must cover what both sides can be compared on first."""
     mod = _script()
