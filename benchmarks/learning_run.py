@@ -370,7 +370,7 @@ def apply_overrides(plan: Plan, items: list[str]) -> None:
     """`--set FIELD=VALUE`: a longer run than one device call (gpu_check.sh's `learnbg`) wants other
     cadences (evaluations every 10 RL steps instead of 5) without a new Plan in the code. Values are
     read as JSON where they parse (numbers, null, lists for tuples), else as strings."""
-    fields = {f.name: f for f in dataclasses.fields(plan)}
+    fields = {f.name for f in dataclasses.fields(plan)}
     for item in items:
         name, sep, raw = item.partition("=")
         if not sep or name not in fields:

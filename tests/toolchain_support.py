@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-HIPCC7_MISSING = "hipcc 7 toolchain not installed: run `make toolchain-hip`"
-
 
 def require_hipcc(*archs: str) -> Any:
     """The first located hipcc that compiles for every arch in `archs` (default gfx942 and gfx950,
@@ -20,4 +18,4 @@ def require_hipcc(*archs: str) -> Any:
     for tc in find_toolchains():
         if wanted <= set(tc.archs):
             return tc
-    pytest.skip(HIPCC7_MISSING)
+    pytest.skip("hipcc 7 toolchain not installed: run `make toolchain-hip`")
