@@ -20,8 +20,11 @@ import os
 import resource
 import signal
 import subprocess
+import threading
 import time
 from typing import Mapping, Sequence
+
+CANCEL_POLL_S = 0.1  # how often a cancellable run_process looks at its event
 
 
 @dataclasses.dataclass
@@ -31,6 +34,7 @@ class ProcessResult:
     stderr: str
     timed_out: bool
     wall_s: float
+    cancelled: bool = False  # stopped because the caller's `cancel` event was set (run_process)
 
     @property
     def signal_name(self) -> str | None:
@@ -83,8 +87,12 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
                 cwd: str | None = None, max_address_space_bytes: int | None = None,
-                stdin_text: str | None = None) -> ProcessResult:
-    """Run `argv` to completion or until `timeout` seconds; always reaps the process group."""
+                stdin_text: str | None = None, cancel: threading.Event | None = None) -> ProcessResult:
+    """Run `argv` to completion or until `timeout` seconds; always reaps the process group.
+
+    `cancel`: when the event is set while the command runs, its group is killed and the result says
+    `cancelled` (within CANCEL_POLL_S). Why: parallel compiles of one build whose answer is already
+    known (another unit failed) need not run to the end (hip_build.compile_units)."""
     start = time.monotonic()
     proc = subprocess.Popen(
         list(argv), cwd=cwd, env=dict(env) if env is not None else None,
@@ -92,13 +100,31 @@ def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] |
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=memory_cap_preexec(max_address_space_bytes),
     )
+    timed_out = cancelled = False
     try:
-        out, err = proc.communicate(stdin_text, timeout=timeout)
-        timed_out = False
+        out, err = _communicate(proc, stdin_text, start + timeout, cancel)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         out, err = proc.communicate()
-        timed_out = True
+        timed_out, cancelled = cancel is None or not cancel.is_set(), cancel is not None and cancel.is_set()
     finally:
         kill_group(proc)  # grandchildren left behind die with the group
-    return ProcessResult(proc.returncode, out or "", err or "", timed_out, time.monotonic() - start)
+    return ProcessResult(proc.returncode, out or "", err or "", timed_out, time.monotonic() - start, cancelled)
+
+
+def _communicate(proc: subprocess.Popen, stdin_text: str | None, deadline: float,
+                 cancel: threading.Event | None) -> tuple[str, str]:
+    """proc.communicate until `deadline`, in CANCEL_POLL_S slices when `cancel` is given (retrying
+    communicate after its TimeoutExpired loses no output, per the subprocess docs); TimeoutExpired
+    past the deadline or once `cancel` is set."""
+    if cancel is None:
+        return proc.communicate(stdin_text, timeout=max(0.0, deadline - time.monotonic()))
+    text = stdin_text
+    while True:
+        left = deadline - time.monotonic()
+        if cancel.is_set() or left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, 0)
+        try:
+            return proc.communicate(text, timeout=min(CANCEL_POLL_S, left))
+        except subprocess.TimeoutExpired:
+            text = None  # stdin was written (and closed) by the first call

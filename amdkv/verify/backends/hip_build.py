@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -83,35 +84,65 @@ def unresolved_bindings(binding_obj: Path, other_objs: list[Path], names: Iterab
 
 
 def _compile_one(u: Unit, tc: BuildToolchain, workdir: Path, module: str, extra: list[str], timeout: float,
-                 cache_dir: Path | None) -> ProcessResult:
+                 cache_dir: Path | None, cancel: threading.Event | None = None) -> ProcessResult:
     src, obj = str(workdir / u.name), str(workdir / (u.name + ".o"))
     if u.kind == "device":
         return run_process(tc.compile_cmd(src, obj, module, tc.translate_flags(u.flags) + extra),
-                           timeout=timeout, cwd=str(workdir))
+                           timeout=timeout, cwd=str(workdir), cancel=cancel)
     flags = tc.translate_flags(u.flags, host=True) + extra
     pch = host_pch(tc, extra, cache_dir=cache_dir, timeout=timeout)
-    r = run_process(tc.host_compile_cmd(src, obj, module, flags, pch), timeout=timeout, cwd=str(workdir))
-    if pch and r.returncode != 0 and "internal compiler error" in r.stderr:
+    r = run_process(tc.host_compile_cmd(src, obj, module, flags, pch), timeout=timeout, cwd=str(workdir),
+                    cancel=cancel)
+    if pch and r.returncode != 0 and not r.cancelled and "internal compiler error" in r.stderr:
         # GCC 12 crashed (rarely, not reproducibly) on a fresh PCH here: once more without it
-        r = run_process(tc.host_compile_cmd(src, obj, module, flags), timeout=timeout, cwd=str(workdir))
+        r = run_process(tc.host_compile_cmd(src, obj, module, flags), timeout=timeout, cwd=str(workdir),
+                        cancel=cancel)
     return r
 
 
+def _unit_error(r: ProcessResult, timeout: float, failed_first: str | None) -> str | None:
+    """A unit's error text: None when it compiled."""
+    if r.returncode == 0 and not r.cancelled:
+        return None
+    if r.cancelled:
+        return (f"stopped unfinished: unit {failed_first} failed first, so this scheme cannot build" if failed_first
+                else "stopped unfinished: the build was no longer needed (an earlier scheme built)")
+    return f"compiler timed out after {timeout:.0f} s" if r.timed_out else _trim(r.stderr or r.stdout)
+
+
 def compile_units(units: list[Unit], tc: BuildToolchain, workdir: Path, module: str, *, timeout: float,
-                  jobs: int = 2, extra: list[str] | None = None,
-                  cache_dir: Path | None = None) -> tuple[list[tuple[str, str | None]], bool]:
+                  jobs: int = 2, extra: list[str] | None = None, cache_dir: Path | None = None,
+                  fail_fast: bool = False,
+                  cancel: threading.Event | None = None) -> tuple[list[tuple[str, str | None]], bool]:
     """Write and compile every unit in `workdir` (objects `<unit>.o`), `jobs` at a time:
     ([(unit name, error or None)], any timed out). A unit that only declares bound functions
-    (`binds`) is then checked against the other objects (unresolved_bindings), as `[bindings]`."""
+    (`binds`) is then checked against the other objects (unresolved_bindings), as `[bindings]`.
+
+    `fail_fast`: the first unit that fails stops the others (killed, or never started; their error
+    says so). For a scheme that is not the last one, whose failure only means "try the next scheme":
+    the next one starts as soon as the answer is known instead of after the slowest unit (a split's
+    device unit fails in seconds while its host unit compiles for ~16 s). The last scheme's units all
+    run to the end, so a `compile_error`'s diagnostics still hold every unit's messages.
+    `cancel`: set by the caller, it stops every unit the same way (build_capture's speculative full
+    build, once an earlier scheme has built)."""
     for u in units:
         (workdir / u.name).write_text(u.text)
+    stop = cancel if cancel is not None else threading.Event() if fail_fast else None
+    first_failed: list[str] = []
+
+    def compile_unit(u: Unit) -> ProcessResult:
+        if stop is not None and stop.is_set():  # stopped before this one started
+            return ProcessResult(None, "", "", False, 0.0, cancelled=True)
+        r = _compile_one(u, tc, workdir, module, extra or [], timeout, cache_dir, stop)
+        if fail_fast and stop is not None and r.returncode != 0 and not r.cancelled and not stop.is_set():
+            first_failed.append(u.name)
+            stop.set()
+        return r
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(units)))) as pool:
-        results = list(pool.map(lambda u: (u, _compile_one(u, tc, workdir, module, extra or [], timeout,
-                                                           cache_dir)), units))
+        results = list(zip(units, pool.map(compile_unit, units)))
     out: list[tuple[str, str | None]] = [
-        (u.name, None if r.returncode == 0 else
-         f"compiler timed out after {timeout:.0f} s" if r.timed_out else _trim(r.stderr or r.stdout))
-        for u, r in results]
+        (u.name, _unit_error(r, timeout, first_failed[0] if first_failed else None)) for u, r in results]
     if all(e is None for _, e in out):
         for u in (u for u in units if u.binds):
             others = [workdir / (o.name + ".o") for o in units if o is not u]
@@ -187,14 +218,21 @@ def _publish(tmp: Path, cache: Path, key: str, res: BuildResult) -> None:
 
 
 def _build_units(units: list[Unit], scheme: str, tc: BuildToolchain, name: str, cache: Path, *,
-                 timeout: float, jobs: int, t0: float) -> BuildResult:
-    """Compile, link and cache one scheme's units (no cache lookup)."""
+                 timeout: float, jobs: int, t0: float, last: bool,
+                 cancel: threading.Event | None = None) -> BuildResult:
+    """Compile, link and cache one scheme's units (no cache lookup). `last`: its result is the
+    answer (all units run to the end); otherwise the first failing unit stops the rest (compile_units).
+    `cancel` set while it compiles: a failed result that is not cached (it says nothing of the source)."""
     key = build_key(units, tc)
     module = module_name_for(units, key)
     _entry(cache, key).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=_entry(cache, key).parent))
     try:
-        out, timed_out = compile_units(units, tc, tmp, module, timeout=timeout, jobs=jobs, cache_dir=cache)
+        out, timed_out = compile_units(units, tc, tmp, module, timeout=timeout, jobs=jobs, cache_dir=cache,
+                                       fail_fast=not last, cancel=cancel)
+        if cancel is not None and cancel.is_set():
+            return BuildResult(name, False, None, None, "cancelled: an earlier scheme built", round(time.monotonic() - t0, 3),
+                               False, tc.identity, key, False, scheme)
         errors = [f"[{u}] {e}" for u, e in out if e]
         so = tmp / f"{module}.so"
         if not errors:
@@ -233,34 +271,73 @@ def schemes_for(platform: str, lean: bool = False) -> tuple[str, ...]:
 
 
 def build_capture(capture: dict[str, Any], tc: BuildToolchain, *, cache_dir: Path | None = None,
-                  timeout: float = 600.0, jobs: int = 2, lean: bool = False) -> BuildResult:
+                  timeout: float = 600.0, jobs: int = 2, lean: bool = False,
+                  speculative: bool = False) -> BuildResult:
     """Build one captured call; never raises for a bad source (the error is in the result).
 
     Each scheme of `schemes_for` in turn: one that cannot be set up, or fails to compile, link or
     pass the symbol check, passes the call to the next; the full scheme's result (and error) is the
     answer. A failed scheme is cached like any result, so a repeat goes straight to the next one's
     entry. A timeout is the answer at once (the next scheme would be slower). `fallback_reason`
-    says why each earlier scheme was not used."""
+    says why each earlier scheme was not used.
+
+    `speculative` (VerifierConfig.hip_speculative_full): when neither the first scheme nor the last
+    is cached, the last (full) build starts at once beside the earlier ones and is stopped as soon as
+    one of them builds. The answer is the same as in turn (an earlier scheme's success wins, else the
+    full build's result); a candidate that does not compile gets it after the slower of the two
+    instead of their sum, and one that builds pays the full build's compile until the earlier scheme
+    is done (docs/hip.md, "Compile errors")."""
     t0 = time.monotonic()
     name = str(capture.get("name", "ext"))
     cache = cache_dir or build_cache_dir()
     kw: dict[str, Any] = {"timeout": timeout, "jobs": jobs, "t0": t0}
     reasons: list[str] = []
     schemes = schemes_for(tc.platform, lean)
+    plan: list[tuple[str, list[Unit] | None, str | None]] = []
     for scheme in schemes:
         try:
-            units, why = _scheme_units(capture, tc.platform, scheme)
+            plan.append((scheme, *_scheme_units(capture, tc.platform, scheme)))
         except ValueError as exc:
             return BuildResult(name, False, None, None, str(exc), 0.0, False, tc.identity, "")
-        if units is None:
-            reasons.append(f"{scheme}: {why}")
-            continue
-        res = _cached(cache, build_key(units, tc), name, t0) or _build_units(units, scheme, tc, name, cache, **kw)
-        if res.ok or res.timed_out or scheme == schemes[-1]:
-            res.fallback_reason = _trim("; ".join(reasons), MAX_FALLBACK_REASON_CHARS) if reasons else None
-            return res
-        reasons.append(f"{scheme} build failed: {res.error}")
+    stop = threading.Event()
+    ahead = _start_speculative(plan, tc, name, cache, stop, kw) if speculative else None
+    try:
+        for scheme, units, why in plan:
+            if units is None:
+                reasons.append(f"{scheme}: {why}")
+                continue
+            last = scheme == schemes[-1]
+            if last and ahead is not None:
+                res = ahead.result()
+            else:
+                res = (_cached(cache, build_key(units, tc), name, t0)
+                       or _build_units(units, scheme, tc, name, cache, last=last, **kw))
+            if res.ok or res.timed_out or last:
+                res.fallback_reason = _trim("; ".join(reasons), MAX_FALLBACK_REASON_CHARS) if reasons else None
+                return res
+            reasons.append(f"{scheme} build failed: {res.error}")
+    finally:
+        if ahead is not None:
+            stop.set()  # an earlier scheme answered: the full build is not needed
+            concurrent.futures.wait([ahead])  # (its own failure, if any, no longer matters)
     raise AssertionError("the last scheme (full) always answers")
+
+
+def _start_speculative(plan: list[tuple[str, list[Unit] | None, str | None]], tc: BuildToolchain, name: str,
+                       cache: Path, stop: threading.Event,
+                       kw: dict[str, Any]) -> concurrent.futures.Future[BuildResult] | None:
+    """The last scheme's build started in a thread of its own, or None when it would not help: its
+    result is cached, or the first scheme that can be set up is (a cached answer comes at once)."""
+    last_scheme, last_units, _ = plan[-1]
+    earlier = [units for scheme, units, _ in plan[:-1] if units is not None]
+    if last_units is None or not earlier or _cached(cache, build_key(last_units, tc), name, 0.0) is not None:
+        return None
+    if _cached(cache, build_key(earlier[0], tc), name, 0.0) is not None:
+        return None
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="amdkv-hip-full")
+    future = pool.submit(_build_units, last_units, last_scheme, tc, name, cache, last=True, cancel=stop, **kw)
+    pool.shutdown(wait=False)  # the thread ends with its build
+    return future
 
 
 def build_captures(captures: list[dict[str, Any]], tc: BuildToolchain, **kw: Any) -> list[BuildResult]:

@@ -73,7 +73,8 @@ def verify_hip_on_gpu(verifier: RunAndJudge, v: Any, task: Any, cand_path: Path,
     except InfrastructureError:
         raise
     t0 = time.monotonic()
-    builds = build_captures(captures, tc, timeout=max(verifier.timeout, 300.0), lean=verifier.config.hip_lean_build)
+    builds = build_captures(captures, tc, timeout=max(verifier.timeout, 300.0), lean=verifier.config.hip_lean_build,
+                            speculative=verifier.config.hip_speculative_full)
     v.timings["hip_build_s"] = round(time.monotonic() - t0, 3)
     v.env["hip_build"] = {"platform": platform, "compiler": tc.version, "arch": tc.arch,
                           "compat_headers": compat_headers_hash() if platform == "cuda" else None,
