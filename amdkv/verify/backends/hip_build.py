@@ -17,7 +17,9 @@ Three build schemes (docs/hip.md, "Build speed"):
   with the precompiled header; hip_units.lean_parts says what it refuses. Compiled and symbol-checked
   here; not yet run on a GPU, hence off by default.
 
-Each compiler call runs in its own process group with a timeout (sandbox.run_process).
+Each compiler call runs in its own process group with a timeout (sandbox.run_process). A scheme that
+is not the last stops at its first failing unit; `speculative` runs the full build beside the earlier
+ones (build_capture; docs/hip.md, "Compile errors").
 """
 
 from __future__ import annotations
