@@ -14,6 +14,8 @@
 #   tp    Triton throughput, cold + warm on GPU 0, + two-GPU phase when 2 GPUs are visible
 #   hip   every HIP reference solution + the broken HIP set, cold + warm (benchmarks/hip_gpu_check.py)
 #   hiplean  the same with the lean build scheme tried first (AMDKV_HIP_LEAN_BUILD=1; docs/hip.md)
+#   hipce    cold compile-error latency of HIP builds on this host (benchmarks/hip_compile_error.py: split,
+#            lean-first, speculative full; issue 20's <= 15 s goal; docs/hip.md, "Compile errors")
 #   learn the training stack learns: SFT then GRPO on procedural tasks (benchmarks/learning_run.py)
 #   learnbg  the same run, longer than one call: started in a session of its own (setsid) from a private
 #         copy of the repo under /tmp/amdkv-learnbg, budget LEARNBG_S (default 1100), and left running; later
@@ -100,6 +102,10 @@ for step in $STEPS; do
         run_step "$step" "${HIP_S:-420}" python3 benchmarks/hip_gpu_check.py --out "$OUT/$step" \
         --budget-s "$(( ${HIP_S:-420} - 60 ))" ${HIP_FLAGS:-}
       grep -E "statuses as expected|^throughput|^schemes" "$OUT/$step/log.txt" >> "$SUMMARY" 2>/dev/null ;;
+    hipce)
+      run_step hipce "${HIPCE_S:-300}" python3 benchmarks/hip_compile_error.py --out "$OUT/hipce" \
+        --settings cuda,cuda_lean,cuda_spec --repeat 2 ${HIPCE_FLAGS:-}
+      grep -E "^\| cuda" "$OUT/hipce/compile_error.md" | tail -3 >> "$SUMMARY" 2>/dev/null ;;
     learn)
       run_step_tail learn "${LEARN_S:-560}" 12 python3 benchmarks/learning_run.py --out "$OUT/learn" \
         --budget-s "$(( ${LEARN_S:-560} - 30 ))" ${LEARN_FLAGS:-} ;;
@@ -155,7 +161,7 @@ for step in $STEPS; do
         --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench ${PROBE_FLAGS:-} ;;
     gs)
       run_step_tail gs "${GS_S:-240}" 10 python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-} ;;
-    *) echo "unknown step $step (refs adv fid tp hip hiplean learn learnbg learnwait tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
+    *) echo "unknown step $step (refs adv fid tp hip hiplean hipce learn learnbg learnwait tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) and installed wheels (gen's site/) stay behind: large, not results
   tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' --exclude='site' -czf "$OUT/$step.tgz" "$step" \
