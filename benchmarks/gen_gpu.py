@@ -15,7 +15,7 @@ new starts and the run says so; a cut phase reports what it finished):
    verification has real work (a random model answers with nothing to verify);
 1. the server: vLLM's OpenAI server if `vllm` imports, else `transformers serve` (its `[serving]`
    extra comes from --wheels), else the local transformers client in-process (`--llm hf`);
-2. `model`: `amdkv gen triton --tasks SUITE --llm openai ... --turns 2 --shots 0 --temperature 0`;
+2. `model`: `amdkv gen triton --tasks SUITE --llm openai ... --turns N --shots 0 --temperature 0` (`--model-turns`);
 3. `replay`: `amdkv gen triton --tasks SUITE --llm replay --turns 2` (scripted: bundled solutions);
 4. `replay_hip`: `amdkv gen hip --llm replay --turns 1` (HIP through the project's HIP-on-CUDA layer).
 The verdict cache is off (AMDKV_VERDICT_CACHE=0), so every phase verifies for real.
@@ -172,21 +172,64 @@ def start_server(model: str, port: int, env: dict[str, str], device: str,
     def tail() -> str:
         return log_path.read_text(errors="replace")[-800:]
 
+    # Ready = the health route answers, then one real chat request is answered. Not `/v1/models`:
+    # `transformers serve` lists models by scanning the Hugging Face cache there (an error on a machine
+    # that never downloaded anything, or a Hub lookup in older versions), and the waiting loop took every
+    # such answer for "not yet" (the likely reason it "did not answer in 120 s" on 2026-12-04). The chat
+    # request also makes the server load the model, which `transformers serve` does lazily, so the first
+    # phase's clock does not include the load.
+    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + SERVE_WAIT_S
+    health = "/health"  # vLLM and transformers serve both have it
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return None, f"{which} exited: {tail()}"
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                return proc, which
+            if httpx.get(base + health, timeout=2).status_code == 200:
+                break
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    proc.kill()
-    return None, f"{which} did not answer within {SERVE_WAIT_S} s; its last output: {tail()}"
+    else:
+        proc.kill()
+        return None, f"{which}'s {health} did not answer 200 within {SERVE_WAIT_S} s; its last output: {tail()}"
+    body = {"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1, "temperature": 0}
+    try:
+        answer = httpx.post(base + "/v1/chat/completions", json=body, timeout=max(5.0, deadline - time.monotonic()))
+    except httpx.HTTPError as exc:
+        proc.kill()
+        return None, f"{which} is healthy but its first chat request failed ({exc!r}); its last output: {tail()}"
+    if answer.status_code != 200:
+        proc.kill()
+        return None, (f"{which} is healthy but answered {answer.status_code} to a chat request: {answer.text[:300]}; "
+                      f"its last output: {tail()}")
+    return proc, which
 
 
 # ---------------------------------------------------------------------------------- phases
+PHASES = ("model", "replay", "replay_hip")
+
+
+def parse_phases(text: str) -> dict[str, float]:
+    """`model:0.6,replay:0.4` -> {"model": 0.6, "replay": 0.4} (run order kept); shares are scaled to
+    sum to 1, so they are proportions of the phases' budget."""
+    shares: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, share = part.partition(":")
+        if name not in PHASES:
+            raise SystemExit(f"--phases: unknown phase {name!r} (known: {', '.join(PHASES)})")
+        try:
+            shares[name] = float(share) if share else 1.0
+        except ValueError:
+            raise SystemExit(f"--phases: {part!r} is not PHASE:SHARE with a number as SHARE") from None
+        if shares[name] <= 0:
+            raise SystemExit(f"--phases: {name}'s share must be positive")
+    if not shares:
+        raise SystemExit("--phases: name at least one phase (model, replay, replay_hip)")
+    total = sum(shares.values())
+    return {name: share / total for name, share in shares.items()}
+
+
 def gen_phase(name: str, language: str, args: list[str], out: Path, env: dict[str, str], budget: float,
               common: argparse.Namespace) -> dict[str, Any]:
     run = out / name
@@ -250,7 +293,14 @@ def main() -> None:
                          "trained and the server answers, less a reserve for replies in flight (overrides "
                          "--budget-s; the fixed costs before the phases took ~4 minutes on the H200)")
     ap.add_argument("--max-tokens", type=int, default=1536)
+    ap.add_argument("--model-turns", type=int, default=2,
+                    help="agent turns of the model phase (1: one write per task, so every task fits a short call)")
+    ap.add_argument("--phases", default="model:0.45,replay:0.35,replay_hip:0.20",
+                    help="the phases to run, in this order, each with its share of the phases' budget "
+                         "(PHASE:SHARE,...; phases: model, replay, replay_hip). Without `model`, no model is "
+                         "trained and no server started")
     common = ap.parse_args()
+    common.phase_shares = parse_phases(common.phases)
     common.task_ids = [t for t in common.task_ids.split(",") if t]
     out = Path(common.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -268,7 +318,10 @@ def main() -> None:
         report["env"] = json.loads(envinfo.stdout)
     except ValueError:
         report["env"] = {"error": envinfo.stderr[-1000:]}
-    if common.model:
+    wants_model = "model" in common.phase_shares
+    if not wants_model:
+        model_dir, report["model"] = "", {"model": None}
+    elif common.model:
         model_dir, report["model"] = common.model, {"model": common.model}
     else:
         model_dir = str(Path("/tmp") / f"amdkv-gen-smoke-{os.getpid()}")
@@ -277,7 +330,11 @@ def main() -> None:
                                               common.device)
         log(f"model: {report['model']}")
     port = free_port()
-    server, which = start_server(model_dir, port, env, common.device, out / "server.log")
+    server, which = None, "none (no model phase)"
+    if wants_model:
+        started = time.monotonic()
+        server, which = start_server(model_dir, port, env, common.device, out / "server.log")
+        report["server_start_s"] = round(time.monotonic() - started, 1)
     report["server"] = which
     log(f"server: {which}")
     budget = common.budget_s
@@ -286,7 +343,7 @@ def main() -> None:
         # on the H200): keep a fifth of what is left for that
         budget = max(30.0, 0.8 * (common.total_s - (time.monotonic() - t0)))
         log(f"phases share {budget:.0f} s of the {common.total_s:.0f} s total")
-    split = {"model": 0.45, "replay": 0.35, "replay_hip": 0.20}
+    split = common.phase_shares
     report["phases"] = phases = []
 
     def run_phase(name: str, language: str, args: list[str]) -> None:
@@ -296,18 +353,23 @@ def main() -> None:
         report["wall_s"] = round(time.monotonic() - t0, 1)
         write_report(out, "gen_gpu", report, render)
 
-    sampling = ["--turns", "2", "--shots", "0", "--temperature", "0", "--max-tokens", str(common.max_tokens)]
-    try:
-        if server is not None:
-            run_phase("model", "triton", ["--llm", "openai", "--model", model_dir, "--base-url",
-                                          f"http://127.0.0.1:{port}/v1", *sampling])
+    sampling = ["--turns", str(common.model_turns), "--shots", "0", "--temperature", "0", "--max-tokens",
+                str(common.max_tokens)]
+    for name in split:
+        if name == "model":
+            try:
+                if server is not None:
+                    run_phase("model", "triton", ["--llm", "openai", "--model", model_dir, "--base-url",
+                                                  f"http://127.0.0.1:{port}/v1", *sampling])
+                else:
+                    run_phase("model", "triton", ["--llm", "hf", "--model", model_dir, *sampling])
+            finally:
+                if server is not None:
+                    server.kill()
+        elif name == "replay":
+            run_phase("replay", "triton", ["--llm", "replay", "--turns", "2", "--shots", "0"])
         else:
-            run_phase("model", "triton", ["--llm", "hf", "--model", model_dir, *sampling])
-    finally:
-        if server is not None:
-            server.kill()
-    run_phase("replay", "triton", ["--llm", "replay", "--turns", "2", "--shots", "0"])
-    run_phase("replay_hip", "hip", ["--llm", "replay", "--turns", "1", "--shots", "0"])
+            run_phase("replay_hip", "hip", ["--llm", "replay", "--turns", "1", "--shots", "0"])
     print(render(report))
     log(f"done in {report['wall_s']} s")
 

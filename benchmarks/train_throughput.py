@@ -131,8 +131,35 @@ class DistinctPrograms:
         return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
 
 
+STEP_KEYS = ("step", "timing/step_s", "timing/generation_s", "timing/reward_s", "timing/update_s", "timing/reward_frac",
+             "amdkv/status/ok", "amdkv/status/compile_error", "amdkv/status/mismatch")
+STEADY_KEYS = ("timing/step_s", "timing/generation_s", "timing/reward_s", "timing/update_s", "timing/reward_frac")
+
+
+def rl_summary(log_history: list[dict[str, Any]], *, completions: int, tokens: int, jobs: int) -> dict[str, Any]:
+    """The per-step split and its steady mean (the first step also starts the verifier's workers, so
+    it is left out once there is a second)."""
+    per_step = [{k: h[k] for k in STEP_KEYS if k in h} for h in log_history if "timing/step_s" in h]
+    steady = per_step[1:] or per_step
+    return {"steps": per_step, "completions_per_step": completions, "generated_tokens_per_completion": tokens,
+            "verifier_jobs": jobs,
+            "steady": {k: statistics.mean(s[k] for s in steady) for k in STEADY_KEYS} if steady else {}}
+
+
+class StepSaver(TrainerCallback):
+    """Saves the RL split after every logged step: a run cut by the device call's limit keeps the steps it
+    finished (on 2026-12-04 the cut RL part left nothing)."""
+
+    def __init__(self, on_step: Any) -> None:
+        self.on_step = on_step
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+        if logs and "timing/step_s" in logs:
+            self.on_step(state.log_history)
+
+
 def rl_split(tok: Any, dims: dict[str, int], *, steps: int, prompts_per_step: int, generations: int, tokens: int,
-             jobs: int, out_dir: Path, gpu: bool) -> dict[str, Any]:
+             jobs: int, out_dir: Path, gpu: bool, on_step: Any = None) -> dict[str, Any]:
     from trl import GRPOConfig, ModelConfig
 
     from amdkv.prompts.messages import PromptConfig
@@ -157,19 +184,14 @@ def rl_split(tok: Any, dims: dict[str, int], *, steps: int, prompts_per_step: in
         trainer = build_grpo_trainer(args, ModelConfig(), amdkv, model=build_model(tok, seed=0, **dims), tokenizer=tok,
                                      tasks=tasks, verifier=verifier, audit_verifier=False,
                                      rollout_func=DistinctPrograms(solutions, rows))
+        summarise = lambda history: rl_summary(history, completions=prompts_per_step * generations,  # noqa: E731
+                                               tokens=tokens, jobs=jobs)
+        if on_step is not None:
+            trainer.add_callback(StepSaver(lambda history: on_step(summarise(history))))
         trainer.train()
     finally:
         verifier.close()
-    per_step = [{k: h[k] for k in ("step", "timing/step_s", "timing/generation_s", "timing/reward_s",
-                                   "timing/update_s", "timing/reward_frac", "amdkv/status/ok",
-                                   "amdkv/status/compile_error", "amdkv/status/mismatch") if k in h}
-                for h in trainer.state.log_history if "timing/step_s" in h]
-    steady = per_step[1:] or per_step  # the first step also starts the verifier's workers
-    mean = lambda k: statistics.mean(s[k] for s in steady)  # noqa: E731
-    return {"steps": per_step, "completions_per_step": prompts_per_step * generations,
-            "generated_tokens_per_completion": tokens, "verifier_jobs": jobs,
-            "steady": {k: mean(k) for k in ("timing/step_s", "timing/generation_s", "timing/reward_s",
-                                            "timing/update_s", "timing/reward_frac")}}
+    return summarise(trainer.state.log_history)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,10 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_rl:
         # 4 steps on the GPU (1 warm-up + 3 steady): a step of 64 completions x 768 tokens took 75-78 s
         # on the H200, so 6 steps did not fit the step's limit
+        def partial(rl: dict[str, Any]) -> None:
+            result["rl"] = rl
+            save(result, out)
+
         result["rl"] = rl_split(tok, unit if args.tiny else smoke, steps=2 if args.tiny else args.rl_steps,
                                 prompts_per_step=1 if args.tiny else 8, generations=2 if args.tiny else 8,
                                 tokens=8 if args.tiny else args.rl_tokens, jobs=1 if args.tiny else args.jobs,
-                                out_dir=work, gpu=gpu)
+                                out_dir=work, gpu=gpu, on_step=partial)
         save(result, out)
     return 0
 
@@ -216,13 +242,14 @@ def main(argv: list[str] | None = None) -> int:
 def save(result: dict[str, Any], out: Path) -> None:
     """throughput.json with what is measured so far, and its lines printed."""
     (out / "throughput.json").write_text(json.dumps(result, indent=1))
-    print(f"\ntraining throughput on {result['device']}" + ("" if "rl" in result else " (SFT part)"), flush=True)
+    print(f"\ntraining throughput on {result['device']}" + ("" if result.get("rl", {}).get("steady") else " (SFT part)"),
+          flush=True)
     for name, r in result["sft"].items():
         ratio = r.get("ratio_to_plain_trl")
         print(f"  SFT {name:13} {r['tokens_per_s']:>10.0f} tokens/s" + (f"  ({ratio:.2f}x plain TRL)" if ratio else ""))
-    if "rl" in result:
+    if result.get("rl", {}).get("steady"):
         s = result["rl"]["steady"]
-        print(f"  RL step {s['timing/step_s']:.2f} s = generation {s['timing/generation_s']:.2f} + reward "
+        print(f"  RL ({len(result['rl']['steps'])} steps so far) step {s['timing/step_s']:.2f} s = generation {s['timing/generation_s']:.2f} + reward "
               f"{s['timing/reward_s']:.2f} + update {s['timing/update_s']:.2f}; reward share "
               f"{s['timing/reward_frac']:.0%} ({result['rl']['completions_per_step']} distinct programs per step)",
               flush=True)
