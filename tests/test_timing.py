@@ -8,6 +8,7 @@ import dataclasses
 import os
 import threading
 import time
+import types
 from types import SimpleNamespace
 
 import pytest
@@ -241,6 +242,8 @@ def test_worker_applies_memory_cap_to_candidate_jobs_only(monkeypatch):
 
     seen = []
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: seen.append((f, str(d))))
+    # no GPU here: the device's size is the one thing stood in for (an 80 GB card)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(total_memory=80 * 2 ** 30))
     quarter = WorkerSettings(device="cuda:1", gpu_mem_fraction=0.25)
     reference = ReferenceJob(task_path="t.py", device="cuda:0", cases=[], report_path="r.json")
     candidate = CandidateJob(candidate_path="c.py", device="cuda:0", interpreter=False, cases=[], out_dir="o",
@@ -253,6 +256,22 @@ def test_worker_applies_memory_cap_to_candidate_jobs_only(monkeypatch):
     assert seen == [(0.25, "cuda:1")]
     assert worker._apply_gpu_memory_cap(candidate, WorkerSettings(device="cuda:0", gpu_mem_fraction=0.5)) == 0.5
     assert seen[-1] == (0.5, "cuda:0")
+    # a reference that needed 20 GiB: the candidate may use 40 GiB (0.5 of the card) though its share is 0.25
+    big = dataclasses.replace(candidate, gpu_mem_floor_bytes=40 * 2 ** 30)
+    assert worker._apply_gpu_memory_cap(big, quarter) == 0.5 and seen[-1] == (0.5, "cuda:1")
+
+
+def test_candidate_memory_cap_follows_the_reference_need():
+    from amdkv.verify.gpu_memory import candidate_floor_bytes, effective_gpu_mem_fraction
+
+    gib = 2 ** 30
+    assert candidate_floor_bytes([]) == 0 and candidate_floor_bytes([0, 0]) == 0  # references on no GPU
+    assert candidate_floor_bytes([3 * gib, 5 * gib]) == 10 * gib  # twice the largest case's need
+    share = 0.85 / 8  # 8 jobs
+    assert effective_gpu_mem_fraction(share, 0, 80 * gib) == round(share, 4)  # the share alone
+    assert effective_gpu_mem_fraction(share, 10 * gib, 80 * gib) == 0.125  # the reference's need wins
+    assert effective_gpu_mem_fraction(share, 200 * gib, 80 * gib) == 0.95  # never the whole card
+    assert effective_gpu_mem_fraction(0.5, 10 * gib, 80 * gib) == 0.5  # a larger share stays
 
 
 # ------------------------------------------------------------------------------ parent side

@@ -34,7 +34,7 @@ def _candidate_job(backend: BackendJobPart | None = None) -> CandidateJob:
                         cases=[CandidateCaseJob(name="small", inputs_file="/w/in/inputs-0.pt", recheck=True,
                                                 time=False, flush_bytes=1024)],
                         out_dir="/w/scratch", outputs_path="/w/scratch/o.pt", report_path="/w/scratch/r.json",
-                        readable=["/w/in/inputs-0.pt"], capture=False, backend=backend)
+                        readable=["/w/in/inputs-0.pt"], capture=False, backend=backend, gpu_mem_floor_bytes=2 ** 30)
 
 
 def _reference_job() -> ReferenceJob:
@@ -65,6 +65,7 @@ def _candidate_report() -> WorkerReport:
 def _reference_report() -> WorkerReport:
     case = ReferenceCaseReport(name="big", input_dtypes=["float32"], output_dtypes=["float32"], mutated=[],
                                min_bytes=4096, golden_available=True, golden_error=None, seconds=0.3,
+                               gpu_need_bytes=3 * 2 ** 30,
                                timing=ReferenceTiming(eager={"ms": 1.0}, compile=None, compile_error="no inductor"))
     return WorkerReport(result=ReferenceResult(cases=[case]), fatal=None, **_envelope())
 

@@ -103,6 +103,8 @@ class JudgingMixin:
             v.env["sandbox"] = os_sandbox.summary(report.sandbox, self.config.sandbox)
         for key, secs in getattr(proc, "handoff_timings", {}).items():  # parts of candidate_s
             v.timings[key] = round(secs, 3)
+        if getattr(proc, "gpu_mem_floor_bytes", 0):  # the cap may exceed the share: verify/gpu_memory.py
+            v.env["gpu_mem_floor_gib"] = round(proc.gpu_mem_floor_bytes / 2 ** 30, 3)
         t0 = time.monotonic()
         try:
             self._judge_into(v, task, cases, refs, report, outputs, load_error, proc)
@@ -134,7 +136,13 @@ class JudgingMixin:
         err = result.error
         if err:
             v.compiled = compiled_after(err.status)
-            return self.finish(v, err.status, err.reason, diag=f"{err.type}: {err.message}\n{err.traceback}")
+            cap = ""
+            if err.reason == "oom" and not self.platform.interpreter:
+                floor = getattr(proc, "gpu_mem_floor_bytes", 0) / 2 ** 30
+                cap = (f"\n[memory cap] a candidate may use its share of the GPU or twice what the reference needed "
+                       f"({floor:.2f} GiB here), whichever is more (verify/gpu_memory.py; AMDKV_GPU_MEM_FRACTION "
+                       "sets the share)")
+            return self.finish(v, err.status, err.reason, diag=f"{err.type}: {err.message}{cap}\n{err.traceback}")
         if load_error is not None or outputs is None:
             return self.finish(v, HACK_DETECTED, "unloadable_outputs",
                                diag=f"the outputs are not plain tensors: {load_error}")

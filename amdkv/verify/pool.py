@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from amdkv.config import VerifierConfig
+from amdkv.verify.gpu_memory import default_gpu_mem_fraction
 from amdkv.errors import InfrastructureError
 from amdkv.verify.fork_server import start_method
 from amdkv.verify.platform import PlatformInfo, worker_gpu_env
@@ -55,12 +56,6 @@ def gpu_lock_key(device: str) -> str:
         pass
     _LOCK_KEYS[device] = key
     return key
-
-
-def default_gpu_mem_fraction(concurrent: int) -> float:
-    """Share of a GPU's memory one candidate may use when `concurrent` candidates share the GPU
-    (15% kept for the reference worker, the CUDA contexts and the cache-flush buffers)."""
-    return round(max(0.05, 0.85 / max(1, concurrent)), 4)
 
 
 def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],

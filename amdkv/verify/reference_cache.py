@@ -21,8 +21,9 @@ from amdkv.verify.worker_protocol import ReferenceCaseReport
 
 # The layout of a cached case's report.json (worker_protocol.ReferenceCaseReport, read strictly):
 # 2 since the protocol was typed (every field written; the compile baseline's failure in
-# `compile_error`). Part of the key, so an entry of another layout is never read, only recomputed.
-REPORT_FORMAT = 2
+# `compile_error`); 3: `gpu_need_bytes`. Part of the key, so an entry of another layout is never read,
+# only recomputed.
+REPORT_FORMAT = 3
 
 
 def refs_root(cache_dir: str | os.PathLike[str]) -> Path:

@@ -30,6 +30,7 @@ from amdkv.tasks.types import Task
 from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
+from amdkv.verify.gpu_memory import candidate_floor_bytes
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
 from amdkv.verify.judging import (POLICY_EXEMPT_DYNAMIC, RUNTIME_ERROR_FINDINGS, JudgingMixin,  # noqa: F401
@@ -387,12 +388,14 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         if extra_job is not None:  # language backends (HIP: prebuilt extensions, handed to the worker like the inputs)
             extra_job = extra_job.handed(spare.hand)
             readable.append(spare.in_dir)
+        floor = candidate_floor_bytes([refs[case.name]["report"].gpu_need_bytes for case in cases])
         job = CandidateJob(candidate_path=handed_path, device=spare.device,
                            interpreter=self.platform.interpreter, cases=cjobs, out_dir=spare.workdir,
                            outputs_path=outputs_path, report_path=report_path, readable=readable,
-                           capture=bool(self.archs), backend=extra_job)
+                           capture=bool(self.archs), backend=extra_job, gpu_mem_floor_bytes=floor)
         wall0 = time.monotonic()
         proc = spare.run(job, timeout=self.timeout)
+        proc.gpu_mem_floor_bytes = floor  # type: ignore[attr-defined]
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
         # parts of candidate_s, put in the verdict by _judge (every language's path judges through it)
         handoffs = proc.handoff_timings = {"spare_ready_wait_s": spare.ready_wait_s}  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ import time
 import traceback
 from typing import Any
 
+from amdkv.verify.gpu_memory import effective_gpu_mem_fraction
 from amdkv.verify.launch_options import drop_amd_options_on_nvidia
 from amdkv.verify.phase_clock import PhaseClock, process_cpu_s
 from amdkv.verify.worker_protocol import (CandidateJob, CandidateResult, ReferenceResult, WorkerFailure, WorkerJob,
@@ -166,7 +167,8 @@ def _apply_gpu_memory_cap(job: WorkerJob, settings: WorkerSettings) -> float | N
         return None
     import torch
 
-    frac = min(1.0, max(0.01, float(frac)))
+    total = torch.cuda.get_device_properties(torch.device(device)).total_memory
+    frac = effective_gpu_mem_fraction(float(frac), job.gpu_mem_floor_bytes, total)
     torch.cuda.set_per_process_memory_fraction(frac, torch.device(device))
     return frac
 

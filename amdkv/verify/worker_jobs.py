@@ -142,14 +142,16 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
         trials, eager, golden, mutated_all = [], [], [], set()
         golden_ok = golden_model is not None
         golden_error = None
+        gpu_need = 0
         for seed in cjob.seeds:
             torch.manual_seed(seed)
             inputs = list(case.make_inputs())
             trials.append(inputs)
             dev_inputs = to_device(inputs, device)
             before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dev_inputs]
-            with torch.no_grad(), allocations():
+            with GpuNeed(device, model, dev_inputs) as need, torch.no_grad(), allocations():
                 out = model(*dev_inputs)
+            gpu_need = max(gpu_need, need.bytes)
             _sync(device)
             mutated = [i for i, (a, b) in enumerate(zip(before, dev_inputs))
                        if isinstance(a, torch.Tensor) and not bitwise_equal(a, b)]
@@ -189,8 +191,42 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
             golden_error=golden_error,
             timing=timing,
             seconds=time.monotonic() - t0,
+            gpu_need_bytes=gpu_need,
         ))
     return result
+
+
+class GpuNeed:
+    """What one eager forward of the reference needs on a GPU: its weights and buffers, the trial's
+    inputs, and the forward's peak above what was allocated before it (outputs included). The
+    reference worker's own extras (the float64 golden model, earlier trials) are not counted: a
+    candidate has none of them. On the CPU, 0.
+
+    Why: candidates are capped at a share of the GPU (0.85 / concurrent jobs), references are not,
+    so with 8 jobs on an H100 ROCmBench's flash-attention test ran as its reference and failed as a
+    candidate (verify/gpu_memory.py)."""
+
+    def __init__(self, device: str, model: Any, inputs: Sequence[Any]) -> None:
+        self.on_gpu = device.startswith("cuda") and torch.cuda.is_available()
+        self.device, self.model, self.inputs = device, model, inputs
+        self.bytes = 0
+
+    def __enter__(self) -> GpuNeed:
+        if self.on_gpu:
+            torch.cuda.synchronize(self.device)
+            self._before = torch.cuda.memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.on_gpu or exc[0] is not None:
+            return
+        torch.cuda.synchronize(self.device)
+        forward = max(0, torch.cuda.max_memory_allocated(self.device) - self._before)
+        tensors = [*self.model.parameters(), *self.model.buffers()] if isinstance(self.model, torch.nn.Module) else []
+        held = sum(t.numel() * t.element_size() for t in tensors if t.is_cuda)
+        inputs = sum(x.numel() * x.element_size() for x in self.inputs if isinstance(x, torch.Tensor) and x.is_cuda)
+        self.bytes = held + inputs + forward
 
 
 class ReferenceNotReproducible(Exception):

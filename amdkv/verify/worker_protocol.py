@@ -219,6 +219,8 @@ class CandidateJob(Message):
     readable: list[str]  # files the audit hook lets the candidate open besides Python's own
     capture: bool  # record Triton launches for the AMD compile (`--arch`)
     backend: BackendJobPart | None  # the language backend's part, if it has one
+    # the GPU memory the candidate may use whatever its share (twice the reference's need; 0: none)
+    gpu_mem_floor_bytes: int = 0
 
 
 WorkerJob = Union[ReferenceJob, CandidateJob]
@@ -262,6 +264,10 @@ class ReferenceCaseReport(Message):
     golden_error: str | None  # why the golden could not be computed
     timing: ReferenceTiming | None  # None: not a timed case
     seconds: float  # wall time of this case in the worker
+    # GPU bytes one eager forward of the reference needed: its weights, one trial's inputs and the
+    # forward's own peak above what was already allocated (0: not a GPU). A candidate may use twice
+    # this, even past its share of the GPU (verify/gpu_memory.py)
+    gpu_need_bytes: int
 
 
 @dataclass

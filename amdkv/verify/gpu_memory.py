@@ -1,0 +1,37 @@
+"""How much GPU memory a candidate may use: one policy, read by the pool (the share) and by the worker
+(the cap it applies). Standard library only: the worker imports it before torch has a device.
+
+A candidate gets a share of the GPU when several run at once (`gpu_mem_fraction`; by default 0.85 split
+over the concurrent candidates, 15% kept for the reference worker, the CUDA contexts and the cache-flush
+buffers). Past its cap torch's allocator raises, and the verdict is runtime_error / oom. The share alone
+made verdicts depend on --jobs: with 8 jobs on an H100 (8.4 GB each) ROCmBench's flash-attention test,
+the benchmark's own code, ran as its (uncapped) reference and failed as a candidate (2026-12-05). So a
+candidate may always use REFERENCE_NEED_MULTIPLE times what its reference needed
+(worker_jobs.GpuNeed), even past its share, and never more than MAX_GPU_MEM_FRACTION of the device.
+"""
+
+from __future__ import annotations
+
+REFERENCE_NEED_MULTIPLE = 2.0
+MAX_GPU_MEM_FRACTION = 0.95
+
+
+def default_gpu_mem_fraction(concurrent: int) -> float:
+    """Share of a GPU's memory one candidate may use when `concurrent` candidates share the GPU
+    (15% kept for the reference worker, the CUDA contexts and the cache-flush buffers)."""
+    return round(max(0.05, 0.85 / max(1, concurrent)), 4)
+
+
+def candidate_floor_bytes(reference_need_bytes: list[int]) -> int:
+    """The GPU memory a candidate may use whatever its share: twice the most its reference needed on
+    any of the candidate's cases (0 when the reference ran on no GPU)."""
+    return int(REFERENCE_NEED_MULTIPLE * max(reference_need_bytes, default=0))
+
+
+def effective_gpu_mem_fraction(share: float, floor_bytes: int, total_bytes: int) -> float:
+    """The fraction of the GPU a candidate is capped at: its share, raised to `floor_bytes` where that
+    is more, at most MAX_GPU_MEM_FRACTION. A candidate that needs what its reference needs is judged
+    on what it computes, whatever --jobs is; one that needs far more than its reference still meets
+    the cap."""
+    floor = floor_bytes / total_bytes if total_bytes > 0 else 0.0
+    return round(min(MAX_GPU_MEM_FRACTION, max(0.01, share, floor)), 4)
