@@ -38,6 +38,7 @@ def test_script_on_cpu_writes_tables_and_json(tmp_path: Path) -> None:
     assert kb["amdkv"]["policy"] == "reference" and kb["amdkv"]["status_counts"] == {"ok": 2}
     assert tbg["amdkv"]["status_counts"] == {"ok": 2} and tbg["amdkv"]["n_tasks"] == 2
     assert rocm["amdkv"]["tasks"]["test_tiny_fixture"]["status"] == "unverifiable"
+    assert "fixture" in rocm["amdkv"]["tasks"]["test_tiny_fixture"]["detail"]  # the whole diagnostics, not a line
     assert "unavailable" in kb["harness"] and "unavailable" in rocm["harness"]
     assert kb["comparison"]["counts"]["not_compared"] == 2
     md = (out / "external_gpu.md").read_text()
@@ -86,6 +87,21 @@ def test_known_harness_defects_are_named_in_the_disagreements() -> None:
     assert "input_tensor.clone()" in rows["tuple_inputs"]["harness_why"]
     assert "process_code" in rows["mangled"]["harness_why"]
     assert rows["unknown"]["harness_why"] == "" and rows["unknown"]["why"] == ""
+
+
+def test_a_harness_pass_with_an_error_in_its_own_output_is_named() -> None:
+    """GEAK-eval's ROCm check passed moe_gemm on the H100 while its test output held a pytest `E` line
+    with an out-of-memory error: the disagreement row says so."""
+    mod = _script()
+    harness = {"tasks": {
+        "oom": {"ok": True, "call": True, "exec": True, "detail": ">   b_indexed = b[ids]\nE       torch.OutOfMemoryError: "
+                "CUDA out of memory. Tried to allocate 14.00 GiB."},
+        "clean": {"ok": True, "call": True, "exec": True, "detail": "None"}}}
+    failed = {"status": "unverifiable", "reason": "reference_failed", "diagnostic": "CompilationError"}
+    rows = {d["task_id"]: d for d in mod.compare("rocm", {"tasks": dict.fromkeys(harness["tasks"], failed)},
+                                                  harness)["disagreements"]}
+    assert rows["oom"]["harness_why"] == "passed although its own test output shows torch.OutOfMemoryError"
+    assert rows["clean"]["harness_why"] == ""
 
 
 def test_a_call_cut_during_a_later_benchmark_keeps_the_earlier_tables(tmp_path: Path, monkeypatch) -> None:

@@ -197,6 +197,32 @@ def test_pytest_parametrize_expansion_matches_pytest_order_ids_and_skips() -> No
     assert harness._call_pytest(test_h, {"__node_name__": "test_h"}) is False
 
 
+def test_a_reference_whose_every_test_skips_says_why() -> None:
+    """On the H100 of 2026-12-05 ROCmBench's test_gemm_no_scf skipped every call in amdkv's harness while
+    GEAK-eval's ran them, and the verdict only said "every test skipped": now it names each skip."""
+    import torch
+
+    pytest_mod = pytest
+
+    @pytest_mod.mark.parametrize("n", [1, 2])
+    @pytest_mod.mark.skipif(True, reason="Requires compute capability >= 9")
+    def test_cap(n, request):
+        raise AssertionError
+
+    @pytest_mod.mark.parametrize("n", [1, 2])
+    def test_self(n):
+        pytest_mod.skip(f"NUM_CTAS > 1 ({n})")
+
+    ns = {"test_cap": test_cap, "test_self": test_self}
+    spec = {"style": "pytest", "tests": ["test_cap", "test_self"], "task_id": "t"}
+    with pytest.raises(harness.BenchmarkTestsSkipped) as caught:
+        harness.run_tests(ns, torch.tensor([7]), spec, reference=True)
+    said = str(caught.value)
+    assert "every test of t skipped" in said and "test_cap: skipif(Requires compute capability >= 9)" in said
+    assert "test_self: pytest.skip(NUM_CTAS > 1 (1))" in said and "(2))" in said
+    assert harness.run_tests(ns, torch.tensor([7]), spec, reference=False) == ()  # a candidate is not told
+
+
 def test_harness_leaves_are_plain_and_ordered() -> None:
     import numpy as np
     import torch

@@ -110,6 +110,7 @@ def run_tests(ns: dict[str, Any], seed: torch.Tensor, spec: Mapping[str, Any], *
     base = int(seed.reshape(-1)[0].item())
     outputs: list[Any] = []
     calls = 0
+    skips: list[str] = []  # why each skipped call skipped: said when every call did
     with torch.enable_grad():
         if spec["style"] == "pytest":
             ns["result_gold"] = {}
@@ -117,11 +118,11 @@ def run_tests(ns: dict[str, Any], seed: torch.Tensor, spec: Mapping[str, Any], *
             if callable(ns.get("set_seed")):
                 ns["set_seed"] = lambda *a, **k: _seed_all(current["seed"])
             for name in spec["tests"]:
-                for kwargs in _pytest_calls(ns[name], ns):
+                for kwargs in _pytest_calls(ns[name], ns, skips):
                     current["seed"] = (base + calls) % SEED_BOUND
                     calls += 1
                     _seed_all(current["seed"])
-                    if not _call_pytest(ns[name], kwargs):
+                    if not _call_pytest(ns[name], kwargs, skips):
                         calls -= 1
             gold = ns.get("result_gold") or {}
             for key in sorted(gold):
@@ -132,7 +133,10 @@ def run_tests(ns: dict[str, Any], seed: torch.Tensor, spec: Mapping[str, Any], *
                 calls += 1
                 outputs.append(_leaves(ns[name]()))
     if reference and calls == 0:
-        raise BenchmarkTestsSkipped(f"every test of {spec.get('task_id', 'this task')} skipped on this platform")
+        reasons = sorted(set(skips))
+        said = "; ".join(reasons[:6]) + (f"; ... ({len(reasons) - 6} more)" if len(reasons) > 6 else "")
+        raise BenchmarkTestsSkipped(f"every test of {spec.get('task_id', 'this task')} skipped on this platform"
+                                    + (f" ({said})" if said else ""))
     flat: list[Any] = []
     for leaves in outputs:
         flat.extend(leaves)
@@ -193,21 +197,26 @@ def _is_param_set(value: Any) -> bool:
     return isinstance(value, tuple) and all(hasattr(value, a) for a in ("values", "marks", "id"))
 
 
-def _skip_marks(marks: list[Any], ns: dict[str, Any]) -> bool:
+def _skip_marks(marks: list[Any], ns: dict[str, Any]) -> str | None:
+    """Why the marks skip a call ("skipif(<reason>)"), or None when they do not."""
     for m in marks:
         if m.name == "skip":
-            return True
+            return f"skip({m.kwargs.get('reason') or (m.args[0] if m.args else '')})"
         if m.name == "skipif":
             conds = list(m.args) or [m.kwargs.get("condition", False)]
             if any(eval(c, ns) if isinstance(c, str) else bool(c) for c in conds):  # noqa: S307 - trusted test code
-                return True
-    return False
+                return f"skipif({m.kwargs.get('reason', '')})"
+    return None
 
 
-def _pytest_calls(fn: Callable[..., Any], ns: dict[str, Any]) -> list[dict[str, Any]]:
-    """One kwargs dict per collected call of a pytest test function (skipped ones left out)."""
+def _pytest_calls(fn: Callable[..., Any], ns: dict[str, Any], skips: list[str] | None = None) -> list[dict[str, Any]]:
+    """One kwargs dict per collected call of a pytest test function (skipped ones left out, their
+    reasons appended to `skips`)."""
+    skips = [] if skips is None else skips
     marks = list(getattr(fn, "pytestmark", []))
-    if _skip_marks(marks, ns):
+    why = _skip_marks(marks, ns)
+    if why:
+        skips.append(f"{fn.__name__}: {why}")
         return []
     calls: list[tuple[dict[str, Any], list[str], list[Any]]] = [({}, [], [])]
     for mark in marks:
@@ -230,15 +239,18 @@ def _pytest_calls(fn: Callable[..., Any], ns: dict[str, Any]) -> list[dict[str, 
         calls = expanded
     out = []
     for params, id_parts, pmarks in calls:
-        if _skip_marks(pmarks, ns):
+        why = _skip_marks(pmarks, ns)
+        if why:
+            skips.append(f"{fn.__name__}: {why}")
             continue
         name = fn.__name__ + (f"[{'-'.join(id_parts)}]" if id_parts else "")
         out.append({**params, "__node_name__": name})
     return out
 
 
-def _call_pytest(fn: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
-    """Call one collected test; False when it skipped itself (`pytest.skip()`)."""
+def _call_pytest(fn: Callable[..., Any], kwargs: dict[str, Any], skips: list[str] | None = None) -> bool:
+    """Call one collected test; False when it skipped itself (`pytest.skip()`; its message appended
+    to `skips`)."""
     import inspect
 
     kwargs = dict(kwargs)
@@ -250,6 +262,8 @@ def _call_pytest(fn: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
     except BaseException as exc:  # noqa: BLE001 - only pytest's skip outcome is swallowed
         outcomes = sys.modules.get("_pytest.outcomes")  # imported by the tests' own `import pytest`
         if outcomes is not None and isinstance(exc, outcomes.Skipped):
+            if skips is not None:
+                skips.append(f"{fn.__name__}: pytest.skip({str(exc.msg if hasattr(exc, 'msg') else exc)[:120]})")
             return False
         raise
     return True
