@@ -26,8 +26,9 @@ serve), `trl` (only its chat-template file, for the tiny tokenizer). Fetch them 
 `benchmarks/gen_gpu_wheels.sh wheels/` and carry `wheels/`; this script installs them with
 `pip --target` into OUT/site (nothing is installed into the machine's Python).
 
-Output in OUT: gen_gpu.json (everything: each phase's `amdkv gen` summary), gen_gpu.md (the table
-for docs/gen.md), and each phase's run folder (records, samples.jsonl, summary.json).
+Output in OUT: gen_gpu.json (everything: each phase's `amdkv gen` summary, the GPU memory's peak and
+its largest holders), gen_gpu.md (the table for docs/gen.md), gpu_mem.csv (nvidia-smi every 5 s,
+per process), server.log, and each phase's run folder (records, samples.jsonl, summary.json).
 On `--device cpu` (to try the script here) phases run under the Triton interpreter.
 """
 
@@ -39,6 +40,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -146,13 +148,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(model: str, port: int, env: dict[str, str], device: str,
-                 log_path: Path) -> tuple[subprocess.Popen | None, str]:
+def start_server(model: str, port: int, env: dict[str, str], device: str, log_path: Path,
+                 extra_args: list[str] | None = None) -> tuple[subprocess.Popen | None, str]:
     """vLLM if it imports, else transformers serve; (process, which) or (None, reason). The server's
     output goes to `log_path`, never to a pipe nobody reads: a full pipe stops a chatty server (the
     H200 call of 2026-12-04 saw `transformers serve` not answer for 120 s with its stderr piped)."""
-    import httpx
-
     vllm = subprocess.run([sys.executable, "-c", "import vllm"], env=env, capture_output=True).returncode == 0
     if vllm:
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", str(port),
@@ -162,48 +162,122 @@ def start_server(model: str, port: int, env: dict[str, str], device: str,
         beside = Path(sys.executable).parent / "transformers"
         exe = str(beside) if beside.exists() else (shutil.which("transformers") or "")
         cmd = [exe, "serve", model, "--host", "127.0.0.1", "--port", str(port),
-               "--device", "cuda" if device != "cpu" else "cpu", "--log-level", "warning"]
+               "--device", "cuda" if device != "cpu" else "cpu", "--log-level", "warning", *(extra_args or [])]
         which = "transformers serve"
         if not exe:
             return None, "no vllm and no `transformers` command"
     with open(log_path, "w") as log_file:
         proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True)
+    ready, why = wait_until_serving(proc, f"http://127.0.0.1:{port}", model, SERVE_WAIT_S, log_path)
+    if not ready:
+        proc.kill()
+        return None, f"{which}: {why}"
+    return proc, which
+
+
+def wait_until_serving(proc: subprocess.Popen, base: str, model: str, wait_s: float,
+                       log_path: Path) -> tuple[bool, str]:
+    """(True, "") once the server is ready, else (False, why) with its last output.
+
+    Ready = the health route answers, then one real chat request is answered. Not `/v1/models`:
+    `transformers serve` lists models by scanning the Hugging Face cache there (an error on a machine
+    that never downloaded anything, or a Hub lookup in older versions), and the waiting loop took every
+    such answer for "not yet" (the likely reason it "did not answer in 120 s" on 2026-12-04; with this
+    check it answered in 18 s on 2026-12-05). The chat request also makes the server load the model,
+    which `transformers serve` does lazily, so the first phase's clock does not include the load."""
+    import httpx
 
     def tail() -> str:
-        return log_path.read_text(errors="replace")[-800:]
+        return log_path.read_text(errors="replace")[-800:] if log_path.is_file() else ""
 
-    # Ready = the health route answers, then one real chat request is answered. Not `/v1/models`:
-    # `transformers serve` lists models by scanning the Hugging Face cache there (an error on a machine
-    # that never downloaded anything, or a Hub lookup in older versions), and the waiting loop took every
-    # such answer for "not yet" (the likely reason it "did not answer in 120 s" on 2026-12-04). The chat
-    # request also makes the server load the model, which `transformers serve` does lazily, so the first
-    # phase's clock does not include the load.
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVE_WAIT_S
-    health = "/health"  # vLLM and transformers serve both have it
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + wait_s
+    while True:
         if proc.poll() is not None:
-            return None, f"{which} exited: {tail()}"
+            return False, f"exited (rc {proc.returncode}): {tail()}"
         try:
-            if httpx.get(base + health, timeout=2).status_code == 200:
+            if httpx.get(base + "/health", timeout=2).status_code == 200:  # vLLM and transformers serve have it
                 break
         except httpx.HTTPError:
             pass
+        if time.monotonic() > deadline:
+            return False, f"/health did not answer 200 within {wait_s:.0f} s; its last output: {tail()}"
         time.sleep(0.5)
-    else:
-        proc.kill()
-        return None, f"{which}'s {health} did not answer 200 within {SERVE_WAIT_S} s; its last output: {tail()}"
     body = {"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1, "temperature": 0}
     try:
         answer = httpx.post(base + "/v1/chat/completions", json=body, timeout=max(5.0, deadline - time.monotonic()))
     except httpx.HTTPError as exc:
-        proc.kill()
-        return None, f"{which} is healthy but its first chat request failed ({exc!r}); its last output: {tail()}"
+        return False, f"healthy, but its first chat request failed ({exc!r}); its last output: {tail()}"
     if answer.status_code != 200:
-        proc.kill()
-        return None, (f"{which} is healthy but answered {answer.status_code} to a chat request: {answer.text[:300]}; "
-                      f"its last output: {tail()}")
-    return proc, which
+        return False, f"healthy, but it answered {answer.status_code} to a chat request: {answer.text[:300]}"
+    return True, ""
+
+
+# ---------------------------------------------------------------------------------- GPU memory
+class GpuMemorySampler(threading.Thread):
+    """Every `every_s` seconds: the GPU's used memory and each process's (nvidia-smi), into
+    gpu_mem.csv, and each process's peak with its command line. The served model phase of 2026-12-05
+    (H100) ended in `CUDA error: out of memory` while starting verifier workers, and nothing said
+    which process held the card: the next run says."""
+
+    def __init__(self, path: Path, every_s: float = 5.0) -> None:
+        super().__init__(daemon=True)
+        self.path, self.every_s = path, every_s
+        self.phase = "start"
+        self.peaks: dict[int, dict[str, Any]] = {}
+        self.peak_used_mib = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        with open(self.path, "w") as out:
+            out.write("time,phase,gpu_used_mib,gpu_total_mib,pid,process_mib\n")
+            while not self._halt.is_set():
+                self._sample(out)
+                self._halt.wait(self.every_s)
+
+    def _sample(self, out: Any) -> None:
+        def smi(*query: str) -> list[list[str]]:
+            try:
+                text = subprocess.run(["nvidia-smi", *query, "--format=csv,noheader,nounits"], capture_output=True,
+                                      text=True, timeout=10).stdout
+            except (OSError, subprocess.SubprocessError):
+                return []
+            return [[f.strip() for f in line.split(",")] for line in text.splitlines() if line.strip()]
+
+        gpu = smi("--query-gpu=memory.used,memory.total")
+        if not gpu:
+            return
+        used, total = (int(float(x)) for x in gpu[0][:2])
+        self.peak_used_mib = max(self.peak_used_mib, used)
+        stamp = time.strftime("%H:%M:%S")
+        apps = smi("--query-compute-apps=pid,used_memory")
+        for pid_text, mib_text in (row[:2] for row in apps if len(row) >= 2):
+            try:
+                pid, mib = int(pid_text), int(float(mib_text))
+            except ValueError:
+                continue
+            out.write(f"{stamp},{self.phase},{used},{total},{pid},{mib}\n")
+            if mib > self.peaks.get(pid, {}).get("mib", -1):
+                self.peaks[pid] = {"mib": mib, "phase": self.phase, "cmd": _cmdline(pid)}
+        if not apps:
+            out.write(f"{stamp},{self.phase},{used},{total},,\n")
+        out.flush()
+
+    def stop(self) -> dict[str, Any]:
+        self._halt.set()
+        self.join(timeout=15)
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        top = sorted(self.peaks.items(), key=lambda kv: -kv[1]["mib"])[:12]
+        return {"peak_used_mib": self.peak_used_mib, "processes_seen": len(self.peaks),
+                "top_processes": [{"pid": pid, **info} for pid, info in top]}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+    except OSError:
+        return "?"
 
 
 # ---------------------------------------------------------------------------------- phases
@@ -293,6 +367,9 @@ def main() -> None:
                          "trained and the server answers, less a reserve for replies in flight (overrides "
                          "--budget-s; the fixed costs before the phases took ~4 minutes on the H200)")
     ap.add_argument("--max-tokens", type=int, default=1536)
+    ap.add_argument("--serve-args", default="",
+                    help="extra arguments for `transformers serve` (e.g. '--continuous-batching'; without it "
+                         "requests are answered one at a time: 7.8 s per 1536-token reply on the H100)")
     ap.add_argument("--model-turns", type=int, default=2,
                     help="agent turns of the model phase (1: one write per task, so every task fits a short call)")
     ap.add_argument("--phases", default="model:0.45,replay:0.35,replay_hip:0.20",
@@ -312,6 +389,9 @@ def main() -> None:
         sys.path.insert(0, str(site))
     env = child_env(site)
     report: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "args": vars(common)}
+    sampler = GpuMemorySampler(out / "gpu_mem.csv") if common.device != "cpu" and shutil.which("nvidia-smi") else None
+    if sampler is not None:
+        sampler.start()
     envinfo = subprocess.run([sys.executable, "-m", "amdkv.cli", "env", "--json"], env=env, capture_output=True,
                              text=True)
     try:
@@ -333,7 +413,8 @@ def main() -> None:
     server, which = None, "none (no model phase)"
     if wants_model:
         started = time.monotonic()
-        server, which = start_server(model_dir, port, env, common.device, out / "server.log")
+        server, which = start_server(model_dir, port, env, common.device, out / "server.log",
+                                     common.serve_args.split())
         report["server_start_s"] = round(time.monotonic() - started, 1)
     report["server"] = which
     log(f"server: {which}")
@@ -349,8 +430,12 @@ def main() -> None:
     def run_phase(name: str, language: str, args: list[str]) -> None:
         """One phase, then the report rewritten whole: a call cut in a later phase keeps this one's
         numbers (the H200 call of 2026-12-04 lost every phase's table to a cut in the second)."""
+        if sampler is not None:
+            sampler.phase = name
         phases.append(gen_phase(name, language, args, out, env, budget * split[name], common))
         report["wall_s"] = round(time.monotonic() - t0, 1)
+        if sampler is not None:
+            report["gpu_memory"] = sampler.summary()
         write_report(out, "gen_gpu", report, render)
 
     sampling = ["--turns", str(common.model_turns), "--shots", "0", "--temperature", "0", "--max-tokens",
@@ -370,6 +455,9 @@ def main() -> None:
             run_phase("replay", "triton", ["--llm", "replay", "--turns", "2", "--shots", "0"])
         else:
             run_phase("replay_hip", "hip", ["--llm", "replay", "--turns", "1", "--shots", "0"])
+    if sampler is not None:
+        report["gpu_memory"] = sampler.stop()
+        write_report(out, "gen_gpu", report, render)
     print(render(report))
     log(f"done in {report['wall_s']} s")
 

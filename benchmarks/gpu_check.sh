@@ -164,7 +164,7 @@ for step in $STEPS; do
     *) echo "unknown step $step (refs adv fid tp hip hiplean hipce learn learnbg learnwait tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) and installed wheels (gen's site/) stay behind: large, not results
-  tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='refs' --exclude='site' -czf "$OUT/$step.tgz" "$step" \
+  tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='build-cache' --exclude='refs' --exclude='site' -czf "$OUT/$step.tgz" "$step" \
     && rm -rf "${OUT:?}/$step"
 done
 cat "$SUMMARY"

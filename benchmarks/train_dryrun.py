@@ -115,13 +115,30 @@ def time_slice(config: dict[str, Any], layers: int, batch: int, seq: int, checkp
     return {"seconds": statistics.median(times), "activation_gb": (peak - 2 * weights) / GB}
 
 
-def extrapolate(a: dict[str, float], b: dict[str, float], la: int, lb: int, layers: int) -> dict[str, float]:
-    """Linear in the layer count: value(L) = value(la) + (L - la) * per_layer."""
-    out = {}
+def checkpoint_gb_per_layer(batch: int, seq: int, hidden: int, checkpointing: bool) -> float:
+    """The least a layer adds to the activation peak: with gradient checkpointing each layer keeps its
+    bf16 input (batch x seq x hidden x 2 bytes) until the backward pass reaches it. Without
+    checkpointing a layer keeps far more, and the measured slope is used alone."""
+    return batch * seq * hidden * 2 / GB if checkpointing else 0.0
+
+
+def extrapolate(a: dict[str, float], b: dict[str, float], la: int, lb: int, layers: int,
+                min_gb_per_layer: float = 0.0) -> dict[str, float]:
+    """Linear in the layer count from the larger slice: value(L) = value(lb) + (L - lb) * per_layer.
+
+    Time: the measured slope. Memory: the measured slope, but never less than `min_gb_per_layer`.
+    With checkpointing the peak is set by the LM head and loss (a 151 936-wide vocabulary: ~10 GB of
+    fp32 logits for 16 k tokens) and by one layer's recompute, and the checkpoints of two more layers
+    (0.13 GB each for SFT) are smaller than what the allocator's reuse moves the peak by: the H100 run
+    of 2026-12-05 measured 27.5 GB with 2 layers and 27.0 GB with 4, a negative slope. Extrapolating
+    that would promise 36 layers need less than 2; the analytic checkpoint size is the honest floor."""
+    out: dict[str, float] = {}
     for key in ("seconds", "activation_gb"):
-        per_layer = (b[key] - a[key]) / (lb - la)
-        out[key] = a[key] + (layers - la) * per_layer
+        measured = (b[key] - a[key]) / (lb - la)
+        per_layer = max(measured, min_gb_per_layer) if key == "activation_gb" else measured
+        out[key] = b[key] + (layers - lb) * per_layer
         out[f"{key}_per_layer"] = per_layer
+        out[f"{key}_per_layer_measured"] = measured
     return out
 
 
@@ -130,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="dryrun_out", help="folder for dryrun.json")
     parser.add_argument("--model-config", help="a Qwen3 config.json to use instead of the built-in Qwen3-8B numbers")
     parser.add_argument("--no-gpu", action="store_true", help="skip the GPU slices even when a GPU is present")
+    parser.add_argument("--slices-from", type=Path, default=None, metavar="DRYRUN_JSON",
+                        help="reuse the slices a GPU machine measured (its dryrun.json) instead of measuring here: "
+                             "the GPU machine lacks DeepSpeed, this one has it, so the whole table is made here")
     args = parser.parse_args(argv)
     import torch
 
@@ -139,19 +159,31 @@ def main(argv: list[str] | None = None) -> int:
     _, total, largest = meta_model(config)
     result: dict[str, Any] = {"model": {"params": total, "largest_layer_params": largest, "config": config},
                               "target_gpu": f"MI300X ({MI300X_GB:.0f} GB)", "runs": {}}
-    gpu = torch.cuda.is_available() and not args.no_gpu
+    measured = json.loads(args.slices_from.read_text()) if args.slices_from else None
+    gpu = torch.cuda.is_available() and not args.no_gpu and measured is None
     if gpu:
         result["measured_on"] = torch.cuda.get_device_name(0)
+    elif measured is not None:
+        result["measured_on"] = measured.get("measured_on")
+        result["slices_from"] = str(args.slices_from)
     for name, run in runs.items():
         entry: dict[str, Any] = {**run, "deepspeed": deepspeed_estimates(total, largest, run["gpus"])}
+        slices = None
         if gpu:
             t0 = time.perf_counter()
             two = time_slice(config, 2, run["micro_batch"], run["seq_len"], run["gradient_checkpointing"])
             four = time_slice(config, 4, run["micro_batch"], run["seq_len"], run["gradient_checkpointing"])
-            full = extrapolate(two, four, 2, 4, config["num_hidden_layers"])
+            slices = {"2_layers": two, "4_layers": four, "wall_s": time.perf_counter() - t0}
+        elif measured is not None:
+            slices = measured["runs"].get(name, {}).get("slices")
+        if slices:
+            floor = checkpoint_gb_per_layer(run["micro_batch"], run["seq_len"], config["hidden_size"],
+                                            run["gradient_checkpointing"])
+            full = extrapolate(slices["2_layers"], slices["4_layers"], 2, 4, config["num_hidden_layers"], floor)
             tokens = run["micro_batch"] * run["seq_len"]
-            entry["slices"] = {"2_layers": two, "4_layers": four, "wall_s": time.perf_counter() - t0}
-            entry["extrapolated_36_layers"] = {**full, "tokens_per_micro_step": tokens,
+            entry["slices"] = slices
+            entry["extrapolated_36_layers"] = {**full, "checkpoint_gb_per_layer": floor,
+                                               "tokens_per_micro_step": tokens,
                                                "tokens_per_s_per_gpu": tokens / full["seconds"]}
         states = (entry["deepspeed"] or {}).get(f"zero{run['zero_stage']}_gpu_gb")
         acts = entry.get("extrapolated_36_layers", {}).get("activation_gb")
@@ -178,7 +210,7 @@ def print_table(result: dict[str, Any]) -> None:
     for name, e in result["runs"].items():
         g = e.get("per_gpu_gb", {})
         x = e.get("extrapolated_36_layers", {})
-        fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
+        fmt = lambda v, f: "-" if v is None else format(("yes" if v else "no") if isinstance(v, bool) else v, f)  # noqa: E731
         print(f"{name:4} {e['gpus']:>4} {e['zero_stage']:>4} {str(e['micro_batch']) + 'x' + str(e['seq_len']):>12} "
               f"{fmt(g.get('model_states'), '9.1f')} {fmt(g.get('activations'), '8.1f')} "
               f"{fmt(g.get('vllm_reserved'), '8.1f')} {fmt(g.get('total'), '9.1f')} {fmt(g.get('fits'), '>5')} "

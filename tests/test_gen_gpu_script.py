@@ -1,0 +1,116 @@
+"""benchmarks/gen_gpu.py's parts that decide what a GPU call measures, run here for real: the phase
+plan, the readiness check against a real HTTP server on loopback, and the GPU-memory sampler. The
+sampler reads `nvidia-smi`, which this machine lacks (no NVIDIA GPU): a stand-in script of that name
+prints the CSV the real tool prints, the one boundary these tests cannot reach."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("gen_gpu", REPO / "benchmarks" / "gen_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gen_gpu = _script()
+
+
+def test_phases_keep_their_order_and_share_the_budget() -> None:
+    assert list(gen_gpu.parse_phases("replay:1,model:3")) == ["replay", "model"]
+    assert gen_gpu.parse_phases("replay:1,model:3") == {"replay": 0.25, "model": 0.75}
+    assert gen_gpu.parse_phases("model") == {"model": 1.0}
+    for bad, says in (("modle:1", "unknown phase"), ("model:x", "not PHASE:SHARE"), ("model:0", "positive"),
+                      ("", "at least one")):
+        with pytest.raises(SystemExit, match=says):
+            gen_gpu.parse_phases(bad)
+
+
+SERVER = '''
+import http.server, json, sys
+CHAT = int(sys.argv[2])
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def _send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+    def do_GET(self):
+        # like transformers serve on a machine with no HF cache: the model list fails, health answers
+        self._send(200, {"status": "ok"}) if self.path == "/health" else self._send(500, {"error": "CacheNotFound"})
+    def do_POST(self):
+        length = int(self.headers["Content-Length"]); json.loads(self.rfile.read(length))
+        self._send(CHAT, {"choices": [{"message": {"role": "assistant", "content": "p"}}]} if CHAT == 200
+                   else {"error": "model failed to load"})
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("chat_status", [200, 500])
+def test_ready_means_health_then_an_answered_chat_request(tmp_path: Path, chat_status: int) -> None:
+    port = _free_port()
+    (tmp_path / "server.py").write_text(SERVER)
+    log = tmp_path / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), str(chat_status)],
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        ready, why = gen_gpu.wait_until_serving(proc, f"http://127.0.0.1:{port}", "m", 30, log)
+    finally:
+        proc.kill()
+        proc.wait()
+    if chat_status == 200:
+        assert (ready, why) == (True, "")  # a failing /v1/models does not hold it back
+    else:
+        assert not ready and "answered 500 to a chat request" in why and "failed to load" in why
+
+
+def test_a_server_that_exits_is_reported_with_its_output(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", "import sys; print('no model here'); sys.exit(3)"],
+                                stdout=out, stderr=subprocess.STDOUT)
+    ready, why = gen_gpu.wait_until_serving(proc, f"http://127.0.0.1:{_free_port()}", "m", 30, log)
+    assert not ready and "exited (rc 3)" in why and "no model here" in why
+
+
+def test_gpu_memory_sampler_names_the_largest_holders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    holder = os.getpid()  # a real process, so its command line is read from /proc
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text(f"""#!/bin/sh
+case "$1" in
+  --query-gpu=*) echo "70000, 81559" ;;
+  --query-compute-apps=*) echo "{holder}, 51000"; echo "999999, 700" ;;
+esac
+""")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    sampler = gen_gpu.GpuMemorySampler(tmp_path / "gpu_mem.csv", every_s=0.05)
+    sampler.phase = "model"
+    sampler.start()
+    time.sleep(0.5)
+    summary = sampler.stop()
+    assert summary["peak_used_mib"] == 70000 and summary["processes_seen"] == 2
+    top = summary["top_processes"][0]
+    assert (top["pid"], top["mib"], top["phase"]) == (holder, 51000, "model") and "python" in top["cmd"]
+    rows = (tmp_path / "gpu_mem.csv").read_text().splitlines()
+    assert rows[0].startswith("time,phase") and f",model,70000,81559,{holder},51000" in rows[1]
