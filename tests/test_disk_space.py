@@ -55,3 +55,78 @@ def test_a_reference_failure_on_a_nearly_full_disk_is_not_the_tasks(tmp_path, mo
     assert "disk nearly full" in str(caught.value) and "unexpected pos 832" in str(caught.value)
     with Verifier("cpu", jobs=1, verdict_cache=False, min_free_disk_gib=0) as verifier:
         verifier._check_disk(ReferenceFailed("x"))  # the check off: nothing raised
+
+
+# ------------------------------------------------------------------------------ the file-size limit
+BIG_OUTPUT_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+
+def get_inputs():
+    return [torch.randn(262144)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+BIG_OUTPUT_CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        double[(triton.cdiv(x.numel(), 65536),)](x, y, x.numel(), BLOCK=65536)
+        return y
+'''
+
+
+def test_a_write_past_the_file_size_limit_says_so(tmp_path):
+    """torch reports a write past RLIMIT_FSIZE as "unexpected pos N vs M", the same words as a full
+    disk (KernelBench's three references with >4 GiB outputs failed so on the H200 in two sessions,
+    blamed on the disk): the error now names the limit. A real limit, in a process of its own."""
+    import subprocess
+    import sys
+
+    code = ("import resource, torch\n"
+            "from amdkv.verify.worker_jobs import save_for_parent\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))\n"
+            f"save_for_parent({{'x': torch.zeros(1 << 19)}}, {str(tmp_path / 'out.pt')!r})\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "OutputWriteError" in proc.stderr and "unexpected pos" in proc.stderr
+    assert "needs about 2.0 MiB and the worker's file-size limit is 1.0 MiB" in proc.stderr and "AMDKV_SANDBOX_FILE_SIZE_GIB" in proc.stderr
+
+
+def test_references_write_past_the_candidates_file_size_limit(tmp_path, monkeypatch):
+    """The reference (trusted) writes its outputs whatever their size; a candidate whose outputs pass
+    AMDKV_SANDBOX_FILE_SIZE_GIB is infra_error naming that limit, never a verdict on its kernel. Real
+    workers under the real OS sandbox limit, with the limit set below this task's 1 MiB outputs."""
+    from amdkv.verify.os_sandbox import probe
+
+    if "resource_limits" not in probe().get("applied", []):
+        pytest.skip("the OS sandbox's resource limits (RLIMIT_FSIZE) cannot be applied on this machine")
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    task_file = tmp_path / "big_output.py"
+    task_file.write_text(BIG_OUTPUT_TASK)
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, trials=1,
+                  sandbox_file_size_gib=0.0005) as verifier:  # 0.5 MiB: less than one output file
+        verdict = verifier.verify(load_task(task_file), Candidate(BIG_OUTPUT_CANDIDATE))
+    assert verdict.status == "infra_error", verdict.to_dict()
+    assert "reference outputs" not in verdict.diagnostics  # the candidate's write failed, not the reference's
+    assert "the worker's file-size limit" in verdict.diagnostics and "AMDKV_SANDBOX_FILE_SIZE_GIB" in verdict.diagnostics
+    assert any((tmp_path / "cache" / "refs").rglob("expected.pt"))  # the reference's outputs were written

@@ -25,8 +25,8 @@ from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare
 from amdkv.verify.reference_cache import CaseFiles, case_key, evict, touch
 from amdkv.verify.worker_process import stderr_excerpt
-from amdkv.verify.worker_protocol import (OutputWriteError, ReferenceCaseJob, ReferenceJob, ReferenceResult,
-                                          WorkerReport)
+from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, OutputWriteError, ReferenceCaseJob, ReferenceJob,
+                                          ReferenceResult, WorkerReport)
 
 _LOG = logging.getLogger("amdkv.verify")
 WORKER_DIED_HINT = "the task file itself is broken or the machine is overloaded"
@@ -60,6 +60,10 @@ def reference_attempts(config: VerifierConfig) -> list[tuple[str, str | None, Ve
 _REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
 # Reference computations that failed in this process, by the same key as the lock: the other
 # candidates of that task get the same answer without running the failing reference again.
+# the per-file write limit of reference workers (trusted code; candidates keep AMDKV_SANDBOX_FILE_SIZE_GIB)
+REFERENCE_FILE_SIZE_GIB = 4096.0
+FILE_SIZE_HINT = ("raise AMDKV_SANDBOX_FILE_SIZE_GIB (the largest file a worker may write) above the size the "
+                  "message gives, or verify the task on fewer/smaller cases")
 REFERENCE_TIMEOUT = "reference_timeout"  # unverifiable's reason when a benchmark's reference ran past the limit
 _REFERENCE_FAILURES: dict[tuple, tuple[str, bool]] = {}  # -> (message, timed out)
 _REFERENCE_LOCKS_GUARD = threading.Lock()
@@ -158,8 +162,10 @@ class ReferencesMixin:
                 if report.fatal is not None and report.fatal.error_type == OutputWriteError.__name__:
                     # the machine's failure, whatever the disk says now (other writers may have freed it)
                     self._check_disk()
+                    limited = FILE_SIZE_LIMITED in report.fatal.error
                     raise InfrastructureError(f"the reference outputs of task {task.id} could not be written: "
-                                              f"{report.fatal.error}", hint=LOW_DISK_HINT)
+                                              f"{report.fatal.error}",
+                                              hint=FILE_SIZE_HINT if limited else LOW_DISK_HINT)
                 if report.fatal is not None:
                     raise ReferenceFailed(f"the reference for task {task.id} raised "
                                           f"{report.fatal.error_type}: {report.fatal.error}\n{report.fatal.traceback}",
@@ -230,7 +236,11 @@ class ReferencesMixin:
         """One reference worker for `jobs` (started as `start`, with `config`'s sandbox: the
         verifier's by default); its report, or ReferenceFailed (`killed_by_signal` when the worker
         died by a signal without a report)."""
-        spare = Spare(self.platform, config or self.config, extra_env=compile_env, start=start,
+        # trusted code: its outputs file is as large as the task's outputs (12 GiB for KernelBench's
+        # 9_Tall_skinny), so the per-file limit that bounds a candidate's writes does not apply; the
+        # free-disk check and the reference cache's cap bound the disk
+        config = dataclasses.replace(config or self.config, sandbox_file_size_gib=REFERENCE_FILE_SIZE_GIB)
+        spare = Spare(self.platform, config, extra_env=compile_env, start=start,
                       readable=[os.path.dirname(task.path)], writable=writable)
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")

@@ -21,9 +21,10 @@ import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 from amdkv.verify.phase_clock import PhaseClock
-from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateError, CandidateJob, CandidateResult,
-                                          Finding, OutputWriteError, ReferenceCaseReport, ReferenceJob,
-                                          ReferenceResult, ReferenceTiming, TimingResult, worker_settings)
+from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateError, CandidateJob,
+                                          CandidateResult, Finding, OutputWriteError, ReferenceCaseReport,
+                                          ReferenceJob, ReferenceResult, ReferenceTiming, TimingResult,
+                                          worker_settings)
 
 TRACE_LIMIT = 4000
 OUT_OF_BOUNDS_ACCESS = "out_of_bounds_access"  # reason/finding code of a refused interpreter access
@@ -98,14 +99,40 @@ class TailBuffer(io.TextIOBase):
 # ------------------------------------------------------------------------------------ reference
 def save_for_parent(obj: Any, path: str) -> None:
     """torch.save of a file the parent reads; a failed write is OutputWriteError, the machine's
-    failure. On the H200 (2026-12-04) KernelBench references' saves failed as torch's "unexpected pos
-    832 vs 726" beside a filling disk: as a plain RuntimeError that read as the task's fault (and a
-    benchmark task's reference failing makes the task unverifiable)."""
+    failure, never the task's. torch reports a short write as "unexpected pos N vs M" whatever the
+    cause: a full disk, or the OS sandbox's file-size limit (RLIMIT_FSIZE, AMDKV_SANDBOX_FILE_SIZE_GIB).
+    KernelBench's three references whose expected outputs exceed 4 GiB failed so on the H200 in two
+    sessions (2026-12-02, 2026-12-04), first blamed on the disk; the message now says which it is."""
     try:
         torch.save(obj, path)
     except Exception as exc:  # noqa: BLE001 - whatever torch raises for a short write
         written = os.path.getsize(path) if os.path.exists(path) else 0
-        raise OutputWriteError(f"writing {path} failed after {written} bytes: {type(exc).__name__}: {exc}") from exc
+        raise OutputWriteError(f"writing {path} failed after {written} bytes: {type(exc).__name__}: {exc}"
+                               + _file_size_note(_tensor_bytes(obj))) from exc
+
+
+def _tensor_bytes(obj: Any) -> int:
+    """Bytes of the tensors in a (nested) object: about what torch.save writes."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_tensor_bytes(v) for v in obj)
+    return 0
+
+
+def _file_size_note(needed: int) -> str:
+    """What to say when the file needed more than this process may write to one file ('' if not)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == resource.RLIM_INFINITY or needed < soft:
+        return ""
+    def size(n: int) -> str:
+        return f"{n / 2 ** 30:.2f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.1f} MiB"
+
+    return f"; the file needs about {size(needed)} and {FILE_SIZE_LIMITED} is {size(soft)} (AMDKV_SANDBOX_FILE_SIZE_GIB)"
 
 
 def run_reference_job(job: ReferenceJob) -> ReferenceResult:

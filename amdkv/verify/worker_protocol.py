@@ -330,7 +330,11 @@ class CandidateResult(Message):
 class OutputWriteError(OSError):
     """A worker could not write a file the parent reads (reference inputs and outputs, a candidate's
     outputs): the machine's failure (a disk that filled during the write, a file-size limit), never
-    the task's or the candidate's. Its name travels as `WorkerFailure.error_type`."""
+    the task's or the candidate's. Its name travels as `WorkerFailure.error_type`; a message with
+    FILE_SIZE_LIMITED in it says the file-size limit was the cause."""
+
+
+FILE_SIZE_LIMITED = "the worker's file-size limit"
 
 
 @dataclass
