@@ -33,6 +33,7 @@ from typing import Any, Mapping, Union
 from amdkv.errors import BadInputError
 from amdkv.gen.llm import Reply, SamplingParams
 from amdkv.prompts import PromptConfig, Trajectory, Turn, build_messages, extract_code, feedback_for
+from amdkv.prompts.benchmark import kernel_api_names
 from amdkv.prompts.stages import OPTIMISE, WRITE
 from amdkv.verify.verdict import INFRA_ERROR, OK
 
@@ -199,7 +200,7 @@ class KernelGenAgent:
     # ------------------------------------------------------------------ outcomes
     def on_reply(self, attempt: Attempt, reply: Reply) -> Step:
         """A reply arrived: record the turn, then verify its program or ask again."""
-        ex = extract_code(reply.content, self.language)
+        ex = extract_code(reply.content, self.language, api_names=kernel_api_names(attempt.task))
         turn = Turn.from_extraction(attempt.stage, ex, reasoning=reply.reasoning_content,
                                     finish_reason=reply.finish_reason, prompt_tokens=reply.prompt_tokens,
                                     completion_tokens=reply.completion_tokens)

@@ -56,6 +56,10 @@ def _gen_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "(reference policy) and show it in the write request"),
         click.option("--arch", default="gfx942", show_default=True, help="AMD target named in the prompt"),
         click.option("--shots", default=1, show_default=True, type=click.IntRange(min=0), help="few-shot examples"),
+        click.option("--instruction-style", default="auto", show_default=True,
+                     type=click.Choice(["auto", "simp", "comp"]),
+                     help="TritonBench-G tasks: the benchmark's simple or complex instructions (auto: comp when "
+                          "the task has it); docs/benchmarks.md, \"Prompts\""),
         click.option("--concurrency", default=8, show_default=True, type=click.IntRange(min=1),
                      help="model requests in flight"),
         click.option("--active-tasks", default=None, type=click.IntRange(min=1),
@@ -119,7 +123,9 @@ def _run(language: str, o: dict[str, Any]) -> None:
         raise BadInputError("--extra-body must be a JSON object", hint='e.g. --extra-body \'{"top_k": 20}\'')
     params = SamplingParams(temperature=o["temperature"], top_p=o["top_p"], max_tokens=o["max_tokens"],
                             seed=o["seed"], extra=extra)
-    agent = AgentConfig(language=language, prompt=PromptConfig(language=language, arch=o["arch"], shots=o["shots"]),
+    style = None if o["instruction_style"] == "auto" else o["instruction_style"]
+    prompt = PromptConfig(language=language, arch=o["arch"], shots=o["shots"], instruction_style=style)
+    agent = AgentConfig(language=language, prompt=prompt,
                         params=params, turns=o["turns"], samples=o["samples"],
                         max_trajectory_tokens=o["max_trajectory_tokens"], stop_on_ok=o["stop_on_ok"],
                         optimise_from=o["optimise_from"], functional_reference=o["functional_reference"])

@@ -6,6 +6,7 @@ helpers (`amdkv.prompts.chat_tokens`) import transformers when called. Guide: do
 docs/trajectories.md.
 """
 
+from amdkv.prompts.benchmark import benchmark_message, kernel_api_names
 from amdkv.prompts.extract import EXTRACTION_REASONS, Extraction, extract_code, split_reasoning
 from amdkv.prompts.feedback import Feedback, clean_log
 from amdkv.prompts.messages import PromptConfig, build_messages, feedback_for, system_message, task_message
@@ -17,7 +18,7 @@ from amdkv.prompts.trajectory import (DEFAULT_GAMMA, TRAJECTORY_SCHEMA_VERSION, 
 
 __all__ = [
     "ARCH_NAMES", "DEFAULT_ARCH", "DEFAULT_GAMMA", "EXTRACTION_REASONS", "PROMPT_VERSION", "STAGES",
-    "TRAJECTORY_SCHEMA_VERSION", "Extraction", "Feedback", "PromptConfig", "Trajectory", "Turn", "build_messages",
-    "clean_log", "discounted_returns", "extract_code", "feedback_for", "next_stage", "prompt_key", "split_reasoning",
-    "system_message", "target_facts", "task_message",
+    "TRAJECTORY_SCHEMA_VERSION", "Extraction", "Feedback", "PromptConfig", "Trajectory", "Turn", "benchmark_message",
+    "build_messages", "clean_log", "discounted_returns", "extract_code", "feedback_for", "kernel_api_names",
+    "next_stage", "prompt_key", "split_reasoning", "system_message", "target_facts", "task_message",
 ]

@@ -23,6 +23,14 @@ Python files: a HIP candidate is KernelBench-style Python that builds its kernel
    `ModelNew`; else `no_code_block`.
 6. Fenced blocks but none defines `ModelNew`: `no_model_new`.
 
+Kernel-file benchmark tasks (TritonBench-G, ROCmBench: `api_names=`, from
+`amdkv.prompts.benchmark.kernel_api_names(task)`) take the benchmark's kernel code instead of a
+`ModelNew` program: the same rules, with "defines `ModelNew`" read as "defines one of the names the
+benchmark's tests call, at top level, above the benchmark's separator line" (any top-level function
+or class when no name is known); `no_model_new` then means that no block defines them. The code is
+taken as written: the verifier cuts it at the separator line (`amdkv.verify.program.candidate_part`,
+the one place that does), so what follows that line is never the candidate's.
+
 Standard library only: generation clients, dataset builders and trainers all import this.
 """
 
@@ -31,9 +39,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from typing import Literal
+from typing import Literal, Sequence
 
 from amdkv.source_ast import parse as parse_source
+from amdkv.verify.program import SEPARATOR, candidate_part
 
 # The closed set of extraction reasons (a reply either gives `ok` or exactly one of the others).
 OK = "ok"
@@ -76,6 +85,7 @@ class Extraction:
     model_new_blocks: int = 0      # distinct blocks that define ModelNew
     language_tag: str | None = None  # info string of the block taken ('' for an unlabeled fence)
     notes: tuple[str, ...] = ()
+    api_names: tuple[str, ...] | None = None  # kernel-file mode: the names looked for (None: ModelNew programs)
 
     @property
     def ok(self) -> bool:
@@ -161,12 +171,58 @@ def defines_model_new(code: str) -> bool:
     return _has_model_new(tree) if tree is not None else bool(_MODEL_NEW_LINE.search(code))
 
 
-def _unfenced_program(answer: str) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class _Wanted:
+    """What makes a block a candidate: a `ModelNew` program (`api` None), or kernel code that defines
+    one of `api` (any top-level function or class when `api` is empty) above the separator line."""
+
+    api: tuple[str, ...] | None = None
+
+    @property
+    def what(self) -> str:  # the words of the messages
+        if self.api is None:
+            return "ModelNew"
+        return ", ".join(f"`{n}`" for n in self.api) if self.api else "a top-level function"
+
+    def tree_defines(self, tree: ast.Module) -> bool:
+        if self.api is None:
+            return _has_model_new(tree)
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if not self.api or node.name in self.api:
+                    return True
+            elif self.api and isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id in self.api for t in targets):
+                    return True
+        return False
+
+    def line_defines(self, code: str) -> bool:
+        """For code that does not parse: a definition line of a wanted name."""
+        if self.api is None:
+            return bool(_MODEL_NEW_LINE.search(code))
+        names = "|".join(map(re.escape, self.api)) or r"\w+"
+        pattern = rf"^(?:(?:async[ \t]+)?def|class)[ \t]+(?:{names})\b"
+        if self.api:
+            pattern += rf"|^(?:{names})[ \t]*[:=]"
+        return bool(re.search(pattern, code, re.MULTILINE))
+
+    def defines(self, code: str) -> bool:
+        if self.api is not None:  # the candidate's part only, as the verifier takes it
+            lines = code.split("\n")
+            cut = next((i for i, line in enumerate(lines) if line.strip() == SEPARATOR), len(lines))
+            code = candidate_part({}, "\n".join(lines[:cut]))
+        tree = _parses(code)
+        return self.tree_defines(tree) if tree is not None else self.line_defines(code)
+
+
+def _unfenced_program(answer: str, wanted: _Wanted = _Wanted()) -> str | None:
     """The bare answer as a program: from the first code-looking line on, without trailing prose.
 
     The longest prefix (from that line) that parses and defines ModelNew is taken; when none
     parses but a `class ModelNew` line is there, the whole rest is taken, so that a program with a
-    syntax error reaches the verifier (which explains the error) instead of being called missing."""
+    syntax error reaches the verifier (which explains the error) instead of being called missing.
+    (Kernel-file mode: the names wanted instead of ModelNew.)"""
     lines = answer.strip("\n").split("\n")
     start = next((k for k, line in enumerate(lines) if _CODE_START.match(line)), None)
     if start is None:
@@ -175,21 +231,26 @@ def _unfenced_program(answer: str) -> str | None:
     for end in range(len(body), 0, -1):
         code = "\n".join(body[:end]).strip("\n") + "\n"
         tree = _parses(code)
-        if tree is not None and _has_model_new(tree):
+        if tree is not None and (wanted.tree_defines(tree) if wanted.api is None else wanted.defines(code)):
             return code
     rest = "\n".join(body).strip("\n") + "\n"
-    return rest if _MODEL_NEW_LINE.search(rest) else None
+    return rest if wanted.line_defines(rest) else None
 
 
 def extract_code(reply: str, language: str = "triton", *,
-                 on_conflict: Literal["last", "fail"] = "last") -> Extraction:
+                 on_conflict: Literal["last", "fail"] = "last", api_names: Sequence[str] | None = None) -> Extraction:
     """The candidate program in `reply` (see the module docstring for the rules).
 
     `language` (`triton` or `hip`) only words the messages: both are Python files defining
     `ModelNew`, and which language a program really is, is the verifier's business.
+    `api_names`: a kernel-file benchmark task's names (`amdkv.prompts.benchmark.kernel_api_names`):
+    the program is then kernel code defining one of them, not a `ModelNew` file.
     """
+    wanted = _Wanted(None if api_names is None else tuple(api_names))
     reasoning, answer, closed = split_reasoning(reply)
-    common = {"reasoning": reasoning, "answer": answer}
+    common = {"reasoning": reasoning, "answer": answer, "api_names": wanted.api}
+    program = f"a {language_name(language)} program defining ModelNew" if wanted.api is None \
+        else f"{language_name(language)} kernel code defining {wanted.what}"
     if not closed:
         return Extraction(None, TRUNCATED, "the reply ended inside its <think> block, before any answer "
                           "(it hit the token limit while reasoning)", **common)
@@ -199,20 +260,21 @@ def extract_code(reply: str, language: str = "triton", *,
 
     blocks = _fenced_blocks(answer)
     if not blocks:
-        code = _unfenced_program(answer)
+        code = _unfenced_program(answer, wanted)
         if code is not None:
-            return Extraction(code, OK, "no fenced block; the whole answer is a program defining ModelNew",
+            whole = "a program defining ModelNew" if wanted.api is None else f"kernel code defining {wanted.what}"
+            return Extraction(code, OK, f"no fenced block; the whole answer is {whole}",
                               method=UNFENCED, notes=("answer was not fenced",), **common)
         return Extraction(None, NO_CODE_BLOCK, f"the answer has no fenced code block (```python ... ```) "
-                          f"and is not itself a {language_name(language)} program defining ModelNew", **common)
+                          f"and is not itself {program}", **common)
 
     counts = {"blocks": len(blocks)}
-    candidates = [b for b in blocks if b.closed and defines_model_new(b.text)]
+    candidates = [b for b in blocks if b.closed and wanted.defines(b.text)]
     notes: list[str] = []
     last = blocks[-1]
     method = FENCED
     if not last.closed:  # only the last block can be unclosed: it runs to the end of the reply
-        if _parses(last.text) is not None and defines_model_new(last.text):
+        if _parses(last.text) is not None and wanted.defines(last.text):
             candidates.append(last)
             notes.append("the last fence was never closed; its text parses, so it was taken")
         elif candidates:
@@ -223,15 +285,18 @@ def extract_code(reply: str, language: str = "triton", *,
     candidates = _distinct(candidates)
     if not candidates:
         tags = ", ".join(sorted({b.info or "unlabeled" for b in blocks}))
-        return Extraction(None, NO_MODEL_NEW, f"{len(blocks)} fenced block(s) ({tags}), none defines "
-                          "`class ModelNew`", **counts, **common)
+        none = "`class ModelNew`" if wanted.api is None else \
+            f"{wanted.what} (what the benchmark's tests call) above a line of 146 '#'"
+        return Extraction(None, NO_MODEL_NEW, f"{len(blocks)} fenced block(s) ({tags}), none defines {none}",
+                          **counts, **common)
     if len(candidates) > 1:
         if on_conflict == "fail":
             where = ", ".join(str(b.index + 1) for b in candidates)
+            each = "`class ModelNew`" if wanted.api is None else wanted.what
             return Extraction(None, AMBIGUOUS, f"{len(candidates)} different fenced blocks (blocks {where}) each "
-                              f"define `class ModelNew`; answer with exactly one complete {language_name(language)} "
+                              f"define {each}; answer with exactly one complete {language_name(language)} "
                               "program", model_new_blocks=len(candidates), **counts, **common)
-        notes.append(f"{len(candidates)} different blocks define ModelNew; took the last one")
+        notes.append(f"{len(candidates)} different blocks define {wanted.what}; took the last one")
     chosen = candidates[-1]
     if not chosen.closed:
         method = UNCLOSED_FENCE

@@ -251,7 +251,12 @@ def extraction_feedback(extraction: Extraction, *, version: str = templates.PROM
     if extraction.ok:
         raise BadInputError("the extraction succeeded: build feedback from the candidate's verdict instead",
                             hint="call feedback_for(config, verdict=...)")
-    content = templates.render(FIX_FORMAT, version, detail=extraction.detail,
-                               hint=templates.hint("extraction", extraction.reason))
+    hint = templates.hint("extraction", extraction.reason)
+    folder, fields = version, {}
+    if extraction.api_names is not None:  # kernel code of a benchmark task (amdkv.prompts.benchmark), not ModelNew
+        folder, fields = templates.benchmark_templates(version), {"api": ", ".join(
+            f"`{n}`" for n in extraction.api_names) or "its functions"}
+        hint = "" if extraction.reason == "no_model_new" else hint  # v1's hint for it asks for ModelNew
+    content = templates.render(FIX_FORMAT, folder, detail=extraction.detail, hint=hint, **fields)
     return Feedback(FIX_FORMAT, content, f"extraction:{extraction.reason}")
 

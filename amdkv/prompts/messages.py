@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from amdkv.errors import BadInputError
 from amdkv.prompts import templates
+from amdkv.prompts.benchmark import INSTRUCTION_STYLES, benchmark_message
 from amdkv.prompts.extract import Extraction, language_name
 from amdkv.prompts.feedback import DEFAULT_MAX_LOG_CHARS, Feedback, extraction_feedback, verdict_feedback
 from amdkv.prompts.fewshot import select_examples
@@ -35,13 +36,17 @@ LANGUAGES = ("triton", "hip")
 class PromptConfig:
     """Everything that decides the text of a prompt besides the task and the turn's outcome.
 
-    Recorded with every trajectory (`to_dict`), so a prompt can be rendered again exactly."""
+    Recorded with every trajectory (`to_dict`), so a prompt can be rendered again exactly.
+    `instruction_style`: which of a benchmark's instruction styles the `write` request of a
+    TritonBench-G task shows (`simp` or `comp`; None: `comp` when the task has it, else `simp`);
+    other tasks ignore it (amdkv.prompts.benchmark)."""
 
     language: str = "triton"
     arch: str = DEFAULT_ARCH
     shots: int = 1
     version: str = templates.PROMPT_VERSION
     max_log_chars: int = DEFAULT_MAX_LOG_CHARS
+    instruction_style: str | None = None
 
     def __post_init__(self) -> None:
         if self.language not in LANGUAGES:
@@ -51,9 +56,15 @@ class PromptConfig:
         if self.shots < 0 or self.max_log_chars < 200:
             raise BadInputError(f"shots={self.shots}, max_log_chars={self.max_log_chars}",
                                 hint="shots must be >= 0 and max_log_chars >= 200")
+        if self.instruction_style not in (None, *INSTRUCTION_STYLES):
+            raise BadInputError(f"unknown instruction_style {self.instruction_style!r}",
+                                hint=f"use one of {', '.join(INSTRUCTION_STYLES)}, or None for the benchmark's fullest")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if d["instruction_style"] is None:  # as configs recorded before the field: run identities stay the same
+            del d["instruction_style"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "PromptConfig":
@@ -91,7 +102,12 @@ def _task_notes(task: Task) -> str:
 
 
 def task_message(task: Task, config: PromptConfig) -> dict[str, str]:
-    """The first user message (stage `write`): few-shot examples from `builtin:train`, then the task."""
+    """The first user message (stage `write`): few-shot examples from `builtin:train`, then the task;
+    for a task loaded from an external benchmark, that benchmark's own instructions instead
+    (`amdkv.prompts.benchmark`)."""
+    own = benchmark_message(task, config)
+    if own is not None:
+        return {"role": "user", "content": own}
     v = config.version
     examples = "".join(
         templates.render("example", v, example_id=e.task_id, example_task=e.task_source.strip(),

@@ -28,6 +28,18 @@ TEMPLATES_ROOT = Path(__file__).resolve().parent / "templates"
 RELEASED = {
     "v1": "0e271c8c12d5a2cf",
 }
+# The framing amdkv puts around a benchmark's own instructions (amdkv.prompts.benchmark): one folder per
+# prompt version under `_benchmark/` (not itself a version: `available_versions` skips `_` folders),
+# frozen with its version; a new version copies it too.
+BENCHMARK_FOLDER = "_benchmark"
+RELEASED_BENCHMARK = {
+    "v1": "ecd4ee3f0dcbf8d8",
+}
+
+
+def benchmark_templates(version: str = PROMPT_VERSION) -> str:
+    """The template "version" (folder) that holds the benchmark framing of prompt `version`."""
+    return f"{BENCHMARK_FOLDER}/{version}"
 
 
 def available_versions() -> list[str]:
