@@ -255,7 +255,8 @@ def save(result: dict[str, Any], out: Path) -> None:
         print(f"  SFT {name:13} {r['tokens_per_s']:>10.0f} tokens/s" + (f"  ({ratio:.2f}x plain TRL)" if ratio else ""))
     if result.get("rl", {}).get("steady"):
         s = result["rl"]["steady"]
-        print(f"  RL ({len(result['rl']['steps'])} steps so far) step {s['timing/step_s']:.2f} s = generation {s['timing/generation_s']:.2f} + reward "
+        print(f"  RL step {s['timing/step_s']:.2f} s ({len(result['rl']['steps'])} steps so far) = generation "
+              f"{s['timing/generation_s']:.2f} + reward "
               f"{s['timing/reward_s']:.2f} + update {s['timing/update_s']:.2f}; reward share "
               f"{s['timing/reward_frac']:.0%} ({result['rl']['completions_per_step']} distinct programs per step)",
               flush=True)
