@@ -163,3 +163,22 @@ def test_audit_catches_a_program_that_passes_one_trial(relu, verifier, tmp_path)
         assert flaky["verdict"]["status"] == "ok" and flaky["audit_verdict"]["status"] == "mismatch"
         assert flaky["audit_verdict"]["trials"] == 3 and "self.calls" in flaky["program"]
         assert not audit.due(4) and audit.due(5)
+
+
+def test_reward_extracts_kernel_file_replies_as_the_agents_do(verifier):
+    """An RL run on a TritonBench-G task: the reply is the benchmark's kernel code (no ModelNew), as the
+    benchmark's prompt asks; the reward extracts it as the agents do and the real verifier judges it
+    with the benchmark's own tests (our fixture in TritonBench-G's layout)."""
+    from pathlib import Path
+
+    tbg = Path(__file__).parent / "data" / "external" / "tritonbench"
+    task = next(t for t in load_suite(f"tritonbench-g:{tbg}") if t.id == "tiny_scale")
+    kernel = task.metadata["reference_candidate"]
+    zeros = kernel.replace("x * factor", "x * 0.0")
+    reward = VerdictReward(verifier, {task.id: task}, record=True)
+    extra: dict[str, list] = {}
+    texts = [f"```python\n{kernel}\n```", f"```python\n{zeros}\n```"]
+    out = reward(prompts=[[]] * 2, completions=[[{"role": "assistant", "content": t}] for t in texts],
+                 task_id=[task.id] * 2, log_metric=lambda k, v: None,
+                 log_extra=lambda k, v: extra.setdefault(k, []).extend(v))
+    assert extra["status"] == ["ok", "mismatch"] and out[0] > out[1] > 0

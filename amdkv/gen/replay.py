@@ -225,11 +225,12 @@ def scripted_reply(action: str, code: str) -> Reply:
 def solutions_from(tasks: Iterable[Any], language: str, samples_file: str | Path | None = None) -> Callable[[str], str | None]:
     """The correct program per task for `ScriptedReplay`: the first program of each task in
     `samples_file` when given, else the task's reference solution in `language`."""
+    by_id = {t.id: t for t in tasks}
     if samples_file is not None:
         stored = StoredReplay.from_path(samples_file)
-        table = {tid: _program_of(runs[0][0], language) for tid, runs in stored.runs.items() if runs and runs[0]}
+        table = {tid: _program_of(runs[0][0], language, by_id.get(tid)) for tid, runs in stored.runs.items()
+                 if runs and runs[0]}
         return table.get
-    by_id = {t.id: t for t in tasks}
     cache: dict[str, str | None] = {}
 
     def lookup(task_id: str) -> str | None:
@@ -240,10 +241,13 @@ def solutions_from(tasks: Iterable[Any], language: str, samples_file: str | Path
     return lookup
 
 
-def _program_of(reply: Reply, language: str) -> str | None:
+def _program_of(reply: Reply, language: str, task: Any = None) -> str | None:
+    """The program in a stored reply, extracted as the agents extract it (a kernel-file task's reply
+    is kernel code defining the names its tests call, not a ModelNew program)."""
+    from amdkv.prompts.benchmark import kernel_api_names
     from amdkv.prompts.extract import extract_code
 
-    ex = extract_code(reply.content, language)
+    ex = extract_code(reply.content, language, api_names=kernel_api_names(task) if task is not None else None)
     return ex.code if ex.ok else None
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from amdkv.errors import BadInputError, InfrastructureError
+from amdkv.prompts.benchmark import kernel_api_names
 from amdkv.prompts.extract import Extraction, extract_code
 from amdkv.train.distributed import all_reduce_sum, process_index
 from amdkv.verify.verdict import (HACK_DETECTED, INFRA_ERROR, OK, STATUSES, UNVERIFIABLE, Verdict,
@@ -271,7 +272,9 @@ class VerdictReward:
                                                                                    list[Verdict | None]]:
         """Extract, verify (retrying infra errors) and score replies: the shared core of the
         single-turn reward and the multi-turn rollout."""
-        extractions = [extract_code(t, self.language) for t in texts]
+        # a kernel-file task (TritonBench-G, ROCmBench) is answered with kernel code, as the agents extract it
+        extractions = [extract_code(t, self.language, api_names=kernel_api_names(self.task(tid)))
+                       for t, tid in zip(texts, task_ids)]
         todo = [i for i, ex in enumerate(extractions) if ex.ok]
         verdicts: list[Verdict | None] = [None] * len(texts)
         found, self.last_verify_s = verify_programs(
