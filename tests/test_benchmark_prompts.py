@@ -217,11 +217,13 @@ def test_gen_on_tritonbench_prompts_with_its_instruction_and_the_verifier_judges
     samples.write_text(json.dumps({"task_id": "tiny_scale", "samples": [sabotage, zeros]}) + "\n")
     out = tmp_path / "run"
     r = gen_cli("triton", "--tasks", f"tritonbench-g:{TBG}?only=tiny_scale.py", "--llm", "replay",
-                "--replay-from", samples, "--samples", "2", "--turns", "1", "--instruction-style", "simp",
+                "--replay-from", samples, "--samples", "2", "--turns", "2", "--instruction-style", "simp",
                 "--device", "cpu", "--jobs", "2", "--out", out, "--json")
     assert r.returncode == 0, r.stderr + r.stdout
     recs = run_trajectories(out)
-    assert [statuses(rec) for rec in recs] == [["ok"], ["mismatch"]]
+    assert [statuses(rec)[0] for rec in recs] == ["ok", "mismatch"]
+    # a benchmark test file is never timed: no optimise turn after `ok` (it would have no numbers)
+    assert statuses(recs[0]) == ["ok"] and recs[0]["trajectory"]["metadata"]["stop_reason"] == "ok_untimed"
     for rec in recs:
         traj = rec["trajectory"]
         user = traj["prompt"][1]["content"]

@@ -13,7 +13,9 @@ into the next `Step` (`Ask` the model, `Verify` a program, `Finish` and record, 
 without recording); the pipeline (amdkv/gen/pipeline.py) carries the steps out concurrently.
 
 Stop rules, in order (recorded as `metadata["stop_reason"]`): `unverifiable` (the platform cannot
-judge the program: nothing useful to tell the model), `ok` (with `stop_on_ok`), `unchanged` (an
+judge the program: nothing useful to tell the model), `ok` (with `stop_on_ok`), `ok_untimed` (a
+correct program for a task with no performance case, such as a TritonBench-G or ROCmBench test file:
+an optimise turn would have no timings to work from), `unchanged` (an
 optimise turn returned the program it was asked to improve: its verdict is reused, nothing new
 would follow), `turns` (the turn budget), `token_budget` (the trajectory's completion-token
 budget), `context_length` (the conversation outgrew the model's context), `replay_exhausted`.
@@ -237,6 +239,8 @@ class KernelGenAgent:
             return Finish(attempt, "unchanged")
         if self.config.stop_on_ok and verdict.get("status") == OK:
             return Finish(attempt, "ok")
+        if verdict.get("status") == OK and not any(c.is_performance for c in attempt.task.cases):
+            return Finish(attempt, "ok_untimed")  # nothing is ever timed: an optimise turn would have no numbers
         return self._continue(attempt, next_stage=fb.stage)
 
     def _continue(self, attempt: Attempt, next_stage: str) -> Step:
