@@ -143,6 +143,40 @@ def test_stored_replay_of_a_samples_file(tmp_path, verifier):
     assert outcome.exit_code == 0
 
 
+def test_stored_replay_of_dataset_folders(tmp_path):
+    """Stored replay from a dataset folder in the Hub layout, read by the real `load_dataset`: a
+    config with a program column (each row one single-turn run) and a trajectories config (each row's
+    `turns` one run, turn by turn); rows of another shape are refused saying what they need."""
+    from datasets import Dataset
+
+    from amdkv.errors import BadInputError
+    from amdkv.gen.llm import RequestContext
+    from amdkv.gen.replay import StoredReplay
+
+    programs = tmp_path / "programs"
+    (programs / "data").mkdir(parents=True)
+    Dataset.from_list([{"task_id": "l1_relu", "code": "A = 1\n"}, {"task_id": "l1_relu", "code": "B = 2\n"}]) \
+        .to_parquet(str(programs / "data" / "train-00000-of-00001.parquet"))
+    replay = StoredReplay.from_path(programs)
+    assert replay.coverage("l1_relu") == 2
+    (second,) = replay.chat([], context=RequestContext(task_id="l1_relu", sample=1, turn=0))
+    assert "B = 2" in second.content and "```" in second.content  # fenced, as a model would answer
+    trajectories = tmp_path / "trajectories"
+    (trajectories / "data").mkdir(parents=True)
+    turns = [{"reply": "first", "reasoning": "r", "finish_reason": "stop"},
+             {"reply": "second", "reasoning": None, "finish_reason": "length"}]
+    Dataset.from_list([{"task_id": "l1_relu", "turns": turns}]) \
+        .to_parquet(str(trajectories / "data" / "train-00000-of-00001.parquet"))
+    replay = StoredReplay.from_path(trajectories)
+    late = replay.chat([], context=RequestContext(task_id="l1_relu", sample=0, turn=1))[0]
+    assert (late.content, late.finish_reason) == ("second", "length")
+    odd = tmp_path / "odd"
+    (odd / "data").mkdir(parents=True)
+    Dataset.from_list([{"task_id": "l1_relu", "text": "x"}]).to_parquet(str(odd / "data" / "train-00000-of-00001.parquet"))
+    with pytest.raises(BadInputError, match="rows need `task_id` and `turns`"):
+        StoredReplay.from_path(odd)
+
+
 def test_hip_agent_on_cpu(tmp_path, verifier):
     """HIPKernelGen: a Python-level compile error is caught on any machine; a HIP program that
     compiles cannot be run without a GPU here, so the trajectory stops as unverifiable (recorded).
