@@ -204,14 +204,16 @@ def test_a_reference_whose_every_test_skips_says_why() -> None:
 
     pytest_mod = pytest
 
+    # Two planted benchmark tests, run by amdkv's harness (pytest never collects nested functions): one
+    # skipped by its mark, as test_gemm_no_scf's capability mark, one that skips itself at run time.
     @pytest_mod.mark.parametrize("n", [1, 2])
     @pytest_mod.mark.skipif(True, reason="Requires compute capability >= 9")
     def test_cap(n, request):
-        raise AssertionError
+        raise AssertionError("the skipif mark must keep the harness from calling this")
 
     @pytest_mod.mark.parametrize("n", [1, 2])
     def test_self(n):
-        pytest_mod.skip(f"NUM_CTAS > 1 ({n})")
+        pytest_mod.skip(f"NUM_CTAS > 1 ({n})")  # what the harness must report, per call
 
     ns = {"test_cap": test_cap, "test_self": test_self}
     spec = {"style": "pytest", "tests": ["test_cap", "test_self"], "task_id": "t"}

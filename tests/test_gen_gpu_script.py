@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from gen_support import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,15 +58,9 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 '''
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.parametrize("chat_status", [200, 500])
 def test_ready_means_health_then_an_answered_chat_request(tmp_path: Path, chat_status: int) -> None:
-    port = _free_port()
+    port = free_port()
     (tmp_path / "server.py").write_text(SERVER)
     log = tmp_path / "server.log"
     with open(log, "w") as out:
@@ -88,7 +82,7 @@ def test_a_server_that_exits_is_reported_with_its_output(tmp_path: Path) -> None
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-c", "import sys; print('no model here'); sys.exit(3)"],
                                 stdout=out, stderr=subprocess.STDOUT)
-    ready, why = gen_gpu.wait_until_serving(proc, f"http://127.0.0.1:{_free_port()}", "m", 30, log)
+    ready, why = gen_gpu.wait_until_serving(proc, f"http://127.0.0.1:{free_port()}", "m", 30, log)
     assert not ready and "exited (rc 3)" in why and "no model here" in why
 
 

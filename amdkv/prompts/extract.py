@@ -42,7 +42,7 @@ import re
 from typing import Literal, Sequence
 
 from amdkv.source_ast import parse as parse_source
-from amdkv.verify.program import SEPARATOR, candidate_part
+from amdkv.verify.program import candidate_part
 
 # The closed set of extraction reasons (a reply either gives `ok` or exactly one of the others).
 OK = "ok"
@@ -208,10 +208,8 @@ class _Wanted:
         return bool(re.search(pattern, code, re.MULTILINE))
 
     def defines(self, code: str) -> bool:
-        if self.api is not None:  # the candidate's part only, as the verifier takes it
-            lines = code.split("\n")
-            cut = next((i for i, line in enumerate(lines) if line.strip() == SEPARATOR), len(lines))
-            code = candidate_part({}, "\n".join(lines[:cut]))
+        if self.api is not None:  # the candidate's part only, cut at the separator as the verifier cuts it
+            code = candidate_part({}, code)
         tree = _parses(code)
         return self.tree_defines(tree) if tree is not None else self.line_defines(code)
 

@@ -114,7 +114,7 @@ def save_for_parent(obj: Any, path: str) -> None:
 def _tensor_bytes(obj: Any) -> int:
     """Bytes of the tensors in a (nested) object: about what torch.save writes."""
     if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
+        return _nbytes([obj])
     if isinstance(obj, dict):
         return sum(_tensor_bytes(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
@@ -250,10 +250,8 @@ class GpuNeed:
             return
         torch.cuda.synchronize(self.device)
         forward = max(0, torch.cuda.max_memory_allocated(self.device) - self._before)
-        tensors = [*self.model.parameters(), *self.model.buffers()] if isinstance(self.model, torch.nn.Module) else []
-        held = sum(t.numel() * t.element_size() for t in tensors if t.is_cuda)
-        inputs = sum(x.numel() * x.element_size() for x in self.inputs if isinstance(x, torch.Tensor) and x.is_cuda)
-        self.bytes = held + inputs + forward
+        held = [*self.model.parameters(), *self.model.buffers()] if isinstance(self.model, torch.nn.Module) else []
+        self.bytes = _nbytes(held) + _nbytes(list(self.inputs)) + forward
 
 
 class ReferenceNotReproducible(Exception):
