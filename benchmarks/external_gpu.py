@@ -37,7 +37,9 @@ come from check_close and exceptions) and makes its speedups meaningless (not re
 Output in OUT (at most 8 files): external_gpu.json (everything), external_gpu.md (the tables for docs/),
 {kb,tbg,rocm}_metrics.json (the amdkv eval reports), harness.jsonl (every harness result, raw).
 `--rerender OUT/external_gpu.json --out DIR` recomputes a finished run's comparisons with the current
-rules (no GPU needed).
+rules (no GPU needed). A suite longer than one call runs over N calls with `--shard 0/N` ... `--shard N-1/N`
+(every N-th task of the suite's fixed order), and `--rerender A/external_gpu.json B/external_gpu.json --out DIR`
+merges them into one report.
 On `--device cpu` (the CI test) the amdkv phases run under the Triton interpreter and a harness whose
 code is missing from the checkout is reported as unavailable.
 """
@@ -149,10 +151,26 @@ GEAK_DRIVER = textwrap.dedent("""\
 
 
 # ------------------------------------------------------------------------------------------ amdkv
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` -> (I, N): this call takes every N-th task from the I-th (0-based) of the suite's fixed order."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i, n = -1, 0
+    if not sep or n < 1 or not 0 <= i < n:
+        raise SystemExit(f"--shard {text!r}: expected I/N with 0 <= I < N (e.g. 0/2 and 1/2 for two calls)")
+    return i, n
+
+
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
-                timeout: float | None, trials: int = 3, reference_timeout: float | None = None) -> dict[str, Any]:
+                timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
+                shard: tuple[int, int] = (0, 1)) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
-    run folder under `work` (not OUT: only the summaries come back from the GPU machine)."""
+    run folder under `work` (not OUT: only the summaries come back from the GPU machine). With a
+    `shard` (I, N), only every N-th task from the I-th: a suite longer than one device call (all 184
+    TritonBench-G references on both sides take ~13 minutes) is run over N calls and merged with
+    `--rerender A.json B.json`."""
     from amdkv.config import VerifierConfig
     from amdkv.evaluation import EvalSettings, run_eval
     from amdkv.evaluation.reference_samples import reference_samples
@@ -162,6 +180,7 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     # smallest inputs first: KernelBench's level 1 moves 8 MB to 17 GB per call, and a budget that ends
     # the phase should cut the largest problems, not a random set (input_bytes: kernelbench loader)
     tasks = sorted(load_suite(spec), key=lambda t: (t.metadata.get("input_bytes") or 0, t.id))
+    tasks = tasks[shard[0]::shard[1]]
     sizes = {t.id: t.metadata.get("input_bytes") for t in tasks}
     lines, missing = reference_samples(tasks)
     run_dir = work / f"run_{name}"
@@ -193,7 +212,8 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
             "per_minute": round(60 * len(started) / elapsed, 2) if elapsed else None,
             "platform": outcome.metrics.get("platform"), "device": outcome.metrics.get("device"),
             "status_counts": outcome.metrics.get("status_counts"), "no_reference": missing,
-            "trials": trials, "tasks": {tid: {**_verdict_row(v), "input_bytes": sizes.get(tid)}
+            "trials": trials, "shard": f"{shard[0]}/{shard[1]}",
+            "tasks": {tid: {**_verdict_row(v), "input_bytes": sizes.get(tid)}
                                         for tid, v in by_task.items()},
             "reference_candidates": {x["task_id"]: x["samples"][0] for x in lines},
             "metrics": outcome.metrics}
@@ -416,7 +436,8 @@ def markdown(report: dict[str, Any]) -> str:
         done = [r for r in a["tasks"].values() if r["reason"] != NOT_STARTED_BEFORE_DEADLINE]
         biggest = max((r.get("input_bytes") or 0 for r in done), default=0)
         out += [f"## {title}", "",
-                f"- suite `{a['spec']}`, {a['n_tasks']} tasks, policy `{a['policy']}`, {a['trials']} seeded trial(s)"
+                f"- suite `{a['spec']}`, {a['n_tasks']} tasks"
+                + (f" (calls' shards {a['shard']})" if a.get("shard", "0/1") != "0/1" else "") + f", policy `{a['policy']}`, {a['trials']} seeded trial(s)"
                 + (f"; smallest inputs first, the largest verified {biggest / 1e9:.2f} GB per call" if biggest else ""),
                 f"- **amdkv**: {a['verified']} verified in {a['seconds']} s ({a['per_minute']} candidates/min); "
                 "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items()),
@@ -455,21 +476,76 @@ def harness_from_log(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | N
             "rebuilt_from": "harness.jsonl (the phase was cut before the report was rewritten)"}
 
 
-def rerender(report_json: Path, out: Path) -> str:
-    """Recompute the comparisons of a finished run (its external_gpu.json) with the rules as they are
-    now, and write the report to `out`: device time is scarce, the rules of comparison change (a
-    harness timeout stopped counting as a harness failure on 2026-12-04), the runs' verdicts do not.
-    A harness phase the call's limit cut (the report says "not finished") is rebuilt from the
-    harness.jsonl beside the JSON, which has every job that finished."""
+def load_run(report_json: Path) -> dict[str, Any]:
+    """A finished run's report, each harness phase the call's limit cut (the report says "not
+    finished") rebuilt from the harness.jsonl beside the JSON, which has every job that finished."""
     report = json.loads(report_json.read_text())
     log = report_json.with_name("harness.jsonl")
     rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
     for key, b in report["benchmarks"].items():
-        harness = b["harness"]
-        if "tasks" not in harness:
-            harness = harness_from_log(rows, key) or harness
-        report["benchmarks"][key] = benchmark_entry(key, b["amdkv"], harness)
-    report["rerendered"] = {"from": str(report_json), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+        if "tasks" not in b["harness"]:
+            b["harness"] = harness_from_log(rows, key) or b["harness"]
+    return report
+
+
+def _summed(parts: list[dict[str, Any]], field: str) -> float | None:
+    values = [p.get(field) for p in parts]
+    return None if any(v is None for v in values) else round(sum(values), 2)
+
+
+def merge_amdkv(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One benchmark's amdkv side over several calls (shards): tasks united (a task in two calls is a
+    mistake in the shards: refused), times and counts summed, the rate recomputed from the sums."""
+    tasks: dict[str, Any] = {}
+    for part in parts:
+        twice = sorted(set(tasks) & set(part["tasks"]))
+        if twice:
+            raise SystemExit(f"--rerender: task(s) {', '.join(twice[:5])} are in more than one run; merge only "
+                             "runs of different --shard values")
+        tasks.update(part["tasks"])
+    counts: dict[str, int] = {}
+    for part in parts:
+        for status, n in (part.get("status_counts") or {}).items():
+            counts[status] = counts.get(status, 0) + n
+    seconds, verified = _summed(parts, "seconds"), sum(p["verified"] for p in parts)
+    return {**parts[0], "tasks": tasks, "status_counts": counts, "seconds": seconds, "verified": verified,
+            "n_tasks": sum(p["n_tasks"] for p in parts), "load_s": _summed(parts, "load_s"),
+            "per_minute": round(60 * verified / seconds, 2) if seconds else None,
+            "no_reference": sorted({t for p in parts for t in p.get("no_reference") or []}),
+            "shard": "+".join(str(p.get("shard", "0/1")) for p in parts)}
+
+
+def merge_harness(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One benchmark's harness side over several calls: tasks united; seconds and rate only when every
+    call's phase finished (a rebuilt phase has no time)."""
+    ran_parts = [p for p in parts if "tasks" in p]
+    if not ran_parts:
+        return parts[0]
+    tasks = {t: r for p in ran_parts for t, r in p["tasks"].items()}
+    ran = sum(p["ran"] for p in ran_parts)
+    seconds = _summed(ran_parts, "seconds") if len(ran_parts) == len(parts) else None
+    merged = {**ran_parts[0], "tasks": tasks, "ran": ran, "seconds": seconds,
+              "per_minute": round(60 * ran / seconds, 2) if seconds else None}
+    if len(ran_parts) < len(parts):
+        merged["rebuilt_from"] = f"{len(parts) - len(ran_parts)} of {len(parts)} calls had no harness result"
+    return merged
+
+
+def rerender(report_jsons: Path | list[Path], out: Path) -> str:
+    """Recompute the comparisons of finished runs (their external_gpu.json) with the rules as they are
+    now, and write the report to `out`: device time is scarce, the rules of comparison change (a
+    harness timeout stopped counting as a harness failure on 2026-12-04), the runs' verdicts do not.
+    Several runs (calls of different `--shard`) are merged into one report, benchmark by benchmark."""
+    paths = [report_jsons] if isinstance(report_jsons, Path) else list(report_jsons)
+    runs = [load_run(p) for p in paths]
+    report = runs[0]
+    keys = [k for run in runs for k in run["benchmarks"]]
+    for key in dict.fromkeys(keys):
+        sections = [run["benchmarks"][key] for run in runs if key in run["benchmarks"]]
+        amdkv = merge_amdkv([b["amdkv"] for b in sections])
+        harness = merge_harness([b["harness"] for b in sections])
+        report["benchmarks"][key] = benchmark_entry(key, amdkv, harness)
+    report["rerendered"] = {"from": [str(p) for p in paths], "at": time.strftime("%Y-%m-%d %H:%M:%S")}
     out.mkdir(parents=True, exist_ok=True)
     return write_report(out, "external_gpu", report, markdown)
 
@@ -477,8 +553,12 @@ def rerender(report_json: Path, out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rerender", type=Path, default=None, metavar="EXTERNAL_GPU_JSON",
-                    help="no run: recompute a finished run's comparisons and tables into --out")
+    ap.add_argument("--rerender", type=Path, nargs="+", default=None, metavar="EXTERNAL_GPU_JSON",
+                    help="no run: recompute finished runs' comparisons and tables into --out (several: the "
+                         "calls of different --shard values, merged)")
+    ap.add_argument("--shard", default="0/1", metavar="I/N",
+                    help="only every N-th task of each suite from the I-th (0-based), in the suite's fixed order: "
+                         "run a suite over N calls, then merge them with --rerender")
     ap.add_argument("--kernelbench", type=Path, help="KernelBench checkout (KernelBench/level1, src/kernelbench)")
     ap.add_argument("--geak-eval", type=Path, help="GEAK-eval checkout (ROCm set, revised TritonBench-G, harness)")
     ap.add_argument("--tritonbench", type=Path, help="thunlp/TritonBench checkout (instructions; --tbg-source thunlp)")
@@ -506,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rerender:
         print(rerender(args.rerender, Path(args.out)))
         return 0
+    shard = parse_shard(args.shard)
     budgets = dict(DEFAULT_BUDGETS)
     for item in filter(None, args.budgets.split(",")):
         k, _, v = item.partition("=")
@@ -548,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
                             jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
                             timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3,
-                            reference_timeout=args.reference_timeout)
+                            reference_timeout=args.reference_timeout, shard=shard)
         (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
         print(slowest_tasks(amdkv), flush=True)

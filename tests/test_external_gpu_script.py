@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "external"
 
@@ -192,3 +194,47 @@ def test_the_harness_phase_starts_with_the_tasks_amdkv_judged() -> None:
                 "d": {"status": "mismatch", "reason": "values"}}
     order = list(mod.judged_first({t: f"src {t}" for t in "abcd"}, verdicts))
     assert order == ["b", "d", "a", "c"]
+
+
+def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> None:
+    """A suite longer than one device call runs as `--shard 0/2` and `--shard 1/2`: every task in
+    exactly one call; `--rerender A B` gives one report over both, counts and times summed; the same
+    run given twice is refused (a task in two calls)."""
+    mod = _script()
+    assert mod.parse_shard("1/2") == (1, 2)
+    for bad in ("2/2", "x", "1/0", "-1/3"):
+        with pytest.raises(SystemExit, match="--shard"):
+            mod.parse_shard(bad)
+    ids = [f"t{i}" for i in range(5)]
+    assert sorted(ids[0::2] + ids[1::2]) == ids  # the split the phase applies to its sorted tasks
+    ok = {"status": "ok", "reason": None, "diagnostic": "", "seconds": 1.0, "input_bytes": None}
+    bad_row = {**ok, "status": "mismatch", "reason": "values"}
+
+    def run(folder: str, tasks: dict, shard: str, harness_rows: list[dict], seconds: float) -> Path:
+        amdkv = {"spec": "tritonbench-g:x", "policy": "strict", "n_tasks": len(tasks), "load_s": 1.0,
+                 "seconds": seconds, "verified": len(tasks), "per_minute": 0, "platform": "cuda", "device": "gpu",
+                 "status_counts": {"ok": sum(r["status"] == "ok" for r in tasks.values()),
+                                   "mismatch": sum(r["status"] == "mismatch" for r in tasks.values())},
+                 "no_reference": [], "trials": 3, "shard": shard, "tasks": tasks}
+        harness = {"seconds": seconds, "ran": len(harness_rows), "workers": 4, "per_minute": 0,
+                   "tasks": {r["task_id"]: r for r in harness_rows}}
+        report = {"created": "now", "env": {}, "budgets": {}, "args": {}, "platform": "cuda", "device": "gpu",
+                  "benchmarks": {"tbg": mod.benchmark_entry("tbg", amdkv, harness)}}
+        d = tmp_path / folder
+        d.mkdir()
+        (d / "external_gpu.json").write_text(json.dumps(report))
+        return d / "external_gpu.json"
+
+    a = run("a", {"t0": ok, "t2": bad_row}, "0/2", [{"task_id": "t0", "exec": True}, {"task_id": "t2", "exec": True}],
+            30.0)
+    b = run("b", {"t1": ok}, "1/2", [{"task_id": "t1", "exec": False}], 10.0)
+    md = mod.rerender([a, b], tmp_path / "merged")
+    tbg = json.loads((tmp_path / "merged" / "external_gpu.json").read_text())["benchmarks"]["tbg"]
+    assert tbg["amdkv"]["n_tasks"] == 3 and tbg["amdkv"]["status_counts"] == {"ok": 2, "mismatch": 1}
+    assert tbg["amdkv"]["seconds"] == 40.0 and tbg["amdkv"]["per_minute"] == 4.5 and tbg["amdkv"]["shard"] == "0/2+1/2"
+    assert tbg["harness"]["ran"] == 3 and tbg["harness"]["per_minute"] == 4.5
+    counts = tbg["comparison"]["counts"]
+    assert (counts["both_pass"], counts["harness_only"], counts["amdkv_only"]) == (1, 1, 1)
+    assert "shards 0/2+1/2" in md
+    with pytest.raises(SystemExit, match="more than one run"):
+        mod.rerender([a, a], tmp_path / "twice")
