@@ -74,6 +74,23 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
 # Triton driver helper, which is off by default since session 12: docs/gpu.md); `hostinputs` = session 9's device-resident trial inputs
 SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
                 "hostinputs": ("AMDKV_RESIDENT_INPUTS",)}
+# `phase:seed` turns on what is off by default and waits for its GPU run: the parent-built Triton driver
+# helper copied into each spare (~0.4 host CPU-s per spare in session 7; off since session 12's crashes,
+# whose cause session 13 found and fixed: docs/gpu.md, Known gaps)
+SWITCHED_ON = {"seed": ("AMDKV_SEED_TRITON_STUBS",)}
+
+
+def phase_environment(opts: list[str]) -> dict[str, str | None]:
+    """The worker settings a phase's options set (value) or leave to their defaults (None)."""
+    env: dict[str, str | None] = {}
+    for table, value in ((SWITCHED_OFF, "0"), (SWITCHED_ON, "1")):
+        for option, variables in table.items():
+            for var in variables:
+                if option in opts:
+                    env[var] = value
+                else:
+                    env.setdefault(var, None)
+    return env
 
 
 def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs: int, budget_s: float,
@@ -209,7 +226,8 @@ def main() -> int:
                     help="comma-separated, in order, from: cold, prime, warm, warm_2gpu, each optionally with "
                          ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N), :hostinputs (session 9's device-resident "
                          "trial inputs off: AMDKV_RESIDENT_INPUTS=0), :base (session 7's worker speed-ups off: "
-                         "blocking sync, prebuilt Triton driver helper) and/or :jN (N jobs per GPU "
+                         "blocking sync, prebuilt Triton driver helper), :seed (the prebuilt helper on: AMDKV_SEED_TRITON_STUBS=1) "
+                         "and/or :jN (N jobs per GPU "
                          "and 2N spares instead of --jobs; warm:j12 against warm_2gpu tells a host-wide limit "
                          "from a per-GPU one). `prime` verifies one "
                          "candidate per task (untimed for throughput) so that the warm phases find their "
@@ -221,11 +239,11 @@ def main() -> int:
     if args.skip_cold and "cold" in phases:
         phases.remove("cold")
     unknown = [p for p in phases if p.split(":")[0] not in ("cold", "prime", "warm", "warm_2gpu")
-               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o in SWITCHED_OFF)
+               or any(not ((o[:1] in ("t", "j") and o[1:].isdigit()) or o in SWITCHED_OFF or o in SWITCHED_ON)
                       for o in p.split(":")[1:])]
     if unknown:
         print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
-              ":tN (torch threads per worker), :jN (jobs per GPU), :base and/or :hostinputs", file=sys.stderr)
+              ":tN (torch threads per worker), :jN (jobs per GPU), :base, :hostinputs and/or :seed", file=sys.stderr)
         return 2
 
     import torch
@@ -265,12 +283,11 @@ def main() -> int:
                 os.environ["AMDKV_WORKER_THREADS"] = threads
             else:
                 os.environ.pop("AMDKV_WORKER_THREADS", None)
-            for option, variables in SWITCHED_OFF.items():  # `phase:base`, `phase:hostinputs`
-                for var in variables:
-                    if option in opts:
-                        os.environ[var] = "0"
-                    else:
-                        os.environ.pop(var, None)
+            for var, value in phase_environment(opts).items():  # `phase:base`, `:hostinputs`, `:seed`
+                if value is None:
+                    os.environ.pop(var, None)
+                else:
+                    os.environ[var] = value
             common = dict(jobs=jobs, budget_s=args.phase_budget_s, compile_baseline=args.compile_baseline,
                           spares=args.spares or 2 * jobs)
             if phase == "prime":
