@@ -161,11 +161,12 @@ def start_server(model: str, port: int, env: dict[str, str], device: str, log_pa
     else:
         beside = Path(sys.executable).parent / "transformers"
         exe = str(beside) if beside.exists() else (shutil.which("transformers") or "")
-        cmd = [exe, "serve", model, "--host", "127.0.0.1", "--port", str(port),
-               "--device", "cuda" if device != "cpu" else "cpu", "--log-level", "warning", *(extra_args or [])]
-        which = "transformers serve"
         if not exe:
             return None, "no vllm and no `transformers` command"
+        cmd = [exe, "serve", model, "--host", "127.0.0.1", "--port", str(port),
+               "--device", "cuda" if device != "cpu" else "cpu", "--log-level", "warning",
+               *kv_cache_cap(exe, extra_args or [], env)]
+        which = "transformers serve"
     with open(log_path, "w") as log_file:
         proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True)
     ready, why = wait_until_serving(proc, f"http://127.0.0.1:{port}", model, SERVE_WAIT_S, log_path)
@@ -173,6 +174,27 @@ def start_server(model: str, port: int, env: dict[str, str], device: str, log_pa
         proc.kill()
         return None, f"{which}: {why}"
     return proc, which
+
+
+# The share of the GPU's free memory `transformers serve --continuous-batching` may take for its paged
+# KV cache. Its own default is 0.9 (transformers 5.25, continuous_batching/initialization.py): the cache
+# is allocated whole at the first request, and the verifier's workers on the same GPU then fail to
+# create a CUDA context (`CUDA error: out of memory`). 0.15 of an H100/H200 is 12-20 GB, far more than
+# the smoke model's 16 concurrent 1,536-token replies need.
+KV_CACHE_SHARE = 0.15
+KV_CACHE_FLAGS = ("--cb-max-memory-percent", "--cb-num-blocks")
+
+
+def kv_cache_cap(exe: str, extra_args: list[str], env: dict[str, str]) -> list[str]:
+    """`extra_args`, plus a cap on the continuous-batching KV cache when continuous batching is asked
+    for, no cap is given, and this `transformers serve` has the flag (older versions do not)."""
+    if "--continuous-batching" not in extra_args or any(a.split("=")[0] in KV_CACHE_FLAGS for a in extra_args):
+        return list(extra_args)
+    helptext = subprocess.run([exe, "serve", "--help"], env={**env, "COLUMNS": "400"}, capture_output=True,
+                              text=True).stdout  # wide: rich would cut long option names
+    if KV_CACHE_FLAGS[0] not in helptext:
+        return list(extra_args)
+    return [*extra_args, KV_CACHE_FLAGS[0], str(KV_CACHE_SHARE)]
 
 
 def wait_until_serving(proc: subprocess.Popen, base: str, model: str, wait_s: float,
@@ -417,6 +439,7 @@ def main() -> None:
                                      common.serve_args.split())
         report["server_start_s"] = round(time.monotonic() - started, 1)
     report["server"] = which
+    report["server_cmd"] = list(server.args) if server else None
     log(f"server: {which}")
     budget = common.budget_s
     if common.total_s:

@@ -108,3 +108,18 @@ esac
     assert (top["pid"], top["mib"], top["phase"]) == (holder, 51000, "model") and "python" in top["cmd"]
     rows = (tmp_path / "gpu_mem.csv").read_text().splitlines()
     assert rows[0].startswith("time,phase") and f",model,70000,81559,{holder},51000" in rows[1]
+
+
+def test_continuous_batching_gets_a_kv_cache_cap_from_the_real_cli() -> None:
+    """`transformers serve --continuous-batching` takes 90% of the GPU's free memory for its KV cache by
+    default, which starves the verifier on the same GPU: the script adds a cap when this transformers'
+    `serve` has the flag (read from its real --help), and keeps a cap or a non-CB setting the user gave."""
+    exe = Path(sys.executable).parent / "transformers"
+    if not exe.exists():
+        pytest.skip("no `transformers` command beside this Python")
+    env = dict(os.environ)
+    capped = gen_gpu.kv_cache_cap(str(exe), ["--continuous-batching"], env)
+    assert capped == ["--continuous-batching", "--cb-max-memory-percent", str(gen_gpu.KV_CACHE_SHARE)]
+    assert gen_gpu.kv_cache_cap(str(exe), ["--continuous-batching", "--cb-num-blocks=8"], env) == [
+        "--continuous-batching", "--cb-num-blocks=8"]
+    assert gen_gpu.kv_cache_cap(str(exe), [], env) == []
