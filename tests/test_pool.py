@@ -270,3 +270,48 @@ def test_verdicts_name_how_the_worker_was_started(monkeypatch):
     with Verifier("cpu") as verifier:
         verdict = verifier.verify(task, solution_path(task.id, "triton"))
     assert verdict.status == "ok" and verdict.env["spare_start"] == "fork"
+
+
+PARENT_SCRIPT = """
+import sys, time
+from amdkv.verify import fork_server
+from amdkv.verify.temp_folders import make_temp_folder
+fork_server.shared({"TRITON_INTERPRET": "1"})     # the server is up
+told = make_temp_folder("worker")                   # handed to the server below
+fork_server.shared({"TRITON_INTERPRET": "1"}).own(told)
+untold = make_temp_folder("candidates")             # killed before it could say so
+print(told, untold, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_parent_leaves_no_temp_folder_even_one_it_never_announced(tmp_path):
+    """The parent is SIGKILLed after making a folder it never told its fork server about (the window
+    between mkdtemp and the fork request or `own` message: the crash test left such folders in about
+    one run of ten): the server finds it by the parent's pid in its name and removes it. A folder of
+    another process with the same prefix stays."""
+    import signal
+    import subprocess
+
+    from amdkv.process import with_package_on_path
+    from amdkv.verify.temp_folders import folders_of, make_temp_folder
+
+    env = with_package_on_path(dict(os.environ, TMPDIR=str(tmp_path)))
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_SCRIPT], env=env, stdout=subprocess.PIPE, text=True)
+    told, untold = parent.stdout.readline().split()
+    assert os.path.isdir(told) and os.path.isdir(untold)
+    assert f"-{parent.pid}-" in os.path.basename(untold)
+    old = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path)
+    try:
+        bystander = make_temp_folder("worker")  # this test's pid: not the killed parent's
+    finally:
+        tempfile.tempdir = old
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while (os.path.isdir(told) or os.path.isdir(untold)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.isdir(told) and not os.path.isdir(untold)
+    assert folders_of(parent.pid, str(tmp_path)) == []
+    assert os.path.isdir(bystander)

@@ -36,6 +36,7 @@ from amdkv.config import VerifierConfig
 from amdkv.errors import AmdkvError, BadInputError
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
+from amdkv.verify.temp_folders import make_temp_folder
 from amdkv.verify.verdict import INFRA_ERROR, Verdict, infra_error_verdict
 from amdkv.verify.verdict_cache import VerdictCache, verdict_key, verifier_identity
 
@@ -153,7 +154,7 @@ class LocalVerifier(BaseVerifier):
         self._identity: str | None = None
         self._inflight: dict[str, list[Future[Verdict]]] = {}
         self._inflight_lock = threading.Lock()
-        self._scratch = tempfile.mkdtemp(prefix="amdkv-candidates-")
+        self._scratch = make_temp_folder("candidates")  # named by this pid: see temp_folders
         self._closed = False
 
     # ------------------------------------------------------------------ subclass hooks

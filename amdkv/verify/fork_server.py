@@ -169,7 +169,7 @@ def serve(ctrl_fd: int) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
     _send(sock, {"ready": True})
-    children = _Children()
+    children = _Children(parent_pid=os.getppid())
     try:
         return _serve_loop(sock, ctrl_fd, wake_r, wake_w, children)
     finally:
@@ -179,10 +179,11 @@ def serve(ctrl_fd: int) -> int:
 class _Children:
     """The server's children (running) and the folders that die with them (spec "owned_dir")."""
 
-    def __init__(self) -> None:
+    def __init__(self, parent_pid: int | None = None) -> None:
         self.running: set[int] = set()
         self.owned: dict[int, str] = {}
         self.extra: list[str] = []  # the parent's own folders (ForkServer.own)
+        self.parent_pid = parent_pid  # whose temp folders (temp_folders) go once it is dead
 
     def started(self, pid: int, owned_dir: str | None) -> None:
         self.running.add(pid)
@@ -209,6 +210,13 @@ class _Children:
                 os.waitpid(pid, 0)
         for folder in [*self.owned.values(), *self.extra]:
             shutil.rmtree(folder, ignore_errors=True)
+        # and every folder the parent made that nobody told us about yet (made just before it was
+        # killed): only when it is really dead, i.e. this server has been re-parented (a live parent
+        # with several servers may still use folders named by its pid)
+        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+            from amdkv.verify.temp_folders import remove_folders_of
+
+            remove_folders_of(self.parent_pid)
 
 
 def _serve_loop(sock: socket.socket, ctrl_fd: int, wake_r: int, wake_w: int, children: _Children) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from amdkv.errors import InfrastructureError
 from amdkv.verify.fork_server import start_method
 from amdkv.verify.platform import PlatformInfo, worker_gpu_env
 from amdkv.verify.sandbox import ProcessResult, with_package_on_path
+from amdkv.verify.temp_folders import make_temp_folder
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker import DONE_LINE, READY_LINE
 from amdkv.verify.worker_protocol import WORKER_SETTINGS_ENV, WorkerJob, WorkerSettings
@@ -128,7 +128,7 @@ def make_worker_dirs(base_tmp: str | None = None) -> tuple[str, str, str]:
     refuses: every Triton candidate was a compile_error on the H200 (session 7). Group rights for
     the real gid (root's group, which only root holds) make access() agree with what the worker
     may really do. (See worker_env for the other half: TMP/TEMP.)"""
-    root = tempfile.mkdtemp(prefix="amdkv-worker-", dir=base_tmp)
+    root = make_temp_folder("worker", base_tmp)  # named by this pid: see temp_folders
     workdir, in_dir = os.path.join(root, "scratch"), os.path.join(root, "in")
     os.mkdir(workdir, 0o700)
     os.mkdir(in_dir, 0o700)
