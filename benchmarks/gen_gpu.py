@@ -35,6 +35,7 @@ On `--device cpu` (to try the script here) phases run under the Triton interpret
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -107,7 +108,7 @@ def overfit_smoke_model(folder: Path, tasks_spec: str, task_ids: list[str], seco
         r = tok(fenced(code) + tok.eos_token, add_special_tokens=False)["input_ids"]
         examples.append((p, r))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    start, steps, losses = time.monotonic(), 0, []
+    start, steps, losses, loss = time.monotonic(), 0, [], None
     batch = 4
     model.train()
     while time.monotonic() - start < seconds:
@@ -134,9 +135,16 @@ def overfit_smoke_model(folder: Path, tasks_spec: str, task_ids: list[str], seco
     model.eval()
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
-    return {"model": "smoke tiny Qwen3, overfit", "tasks": len(examples), "steps": steps,
-            "seconds": round(time.monotonic() - start, 1), "final_loss": round(losses[-1], 4) if losses else None,
-            "device": dev}
+    seconds = round(time.monotonic() - start, 1)
+    # This process lives on beside the server and the verifier: give the training's cached GPU memory
+    # back (it held 12.5 GB through the whole call on the H100 of 2026-12-05, when references ran out)
+    del model, opt, loss
+    gc.collect()
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+    return {"model": "smoke tiny Qwen3, overfit", "tasks": len(examples), "steps": steps, "seconds": seconds,
+            "final_loss": round(losses[-1], 4) if losses else None, "device": dev,
+            "gpu_reserved_after_mib": round(torch.cuda.memory_reserved() / 2**20) if dev == "cuda" else None}
 
 
 # ---------------------------------------------------------------------------------- the server

@@ -54,3 +54,24 @@ def test_gpu_platforms_judge_on_their_gpu_unless_told_cpu(monkeypatch):
     with Verifier("cpu", spares=0) as v:
         v.platform = gpu
         assert v.config.judge_device == "cpu" and v.judge_device is None
+
+
+def test_the_judging_parent_gives_back_cached_gpu_memory_above_its_allowance(monkeypatch):
+    """After a comparison on the GPU the parent keeps at most JUDGE_CACHE_KEEP_BYTES cached and
+    unused. No GPU here (a boundary we cannot reach): torch.cuda's counters are stand-ins; what is
+    tested is the rule that decides when the cache is emptied."""
+    import torch
+
+    from amdkv.verify import judging
+
+    calls = []
+    state = {"reserved": 0, "allocated": 0}
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: state["reserved"])
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: state["allocated"])
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("emptied"))
+    state.update(reserved=judging.JUDGE_CACHE_KEEP_BYTES + (1 << 30), allocated=1 << 30)  # exactly the allowance
+    judging.release_unused_gpu_cache("cuda:0")
+    assert calls == []
+    state.update(allocated=(1 << 30) - 1)  # one byte more than allowed is cached and unused
+    judging.release_unused_gpu_cache("cuda:0")
+    assert calls == ["emptied"]

@@ -38,6 +38,22 @@ _JUDGE_SEMAPHORES: dict[int, threading.BoundedSemaphore] = {}
 _JUDGE_SEMAPHORES_GUARD = threading.Lock()
 
 
+# What the judging parent may keep cached on the GPU after a comparison. Its copies of outputs,
+# goldens and inputs stay in torch's caching allocator once freed: 5.5-12 GB in `amdkv gen` on the
+# H100 of 2026-12-05, beside a served model and the workers, whose references then ran out of memory.
+JUDGE_CACHE_KEEP_BYTES = 2 << 30
+
+
+def release_unused_gpu_cache(device: str) -> None:
+    """Give cached, unused GPU memory of this process back to the device when there is more than
+    JUDGE_CACHE_KEEP_BYTES of it: the GPU is shared with the workers (and in `amdkv gen` and RL with
+    a model), so what the parent merely caches is memory they cannot have. Verdicts are unchanged."""
+    import torch
+
+    if torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) > JUDGE_CACHE_KEEP_BYTES:
+        torch.cuda.empty_cache()
+
+
 def judge_slots(count: int) -> threading.BoundedSemaphore:
     """The process-wide semaphore for `count` comparisons at once (see
     VerifierConfig.judge_slot_count): shared by every Verifier of the process, because several
@@ -249,6 +265,7 @@ class JudgingMixin:
             return self._compare_case(task, case, cres, expected, inputs, outs)
         import torch
 
+        g_expected = g_inputs = g_outs = None
         try:
             g_expected = {"eager": to_device(expected["eager"], dev), "golden": to_device(expected.get("golden"), dev)}
             g_inputs = {"trials": to_device(inputs["trials"], dev), "seeds": inputs["seeds"]}
@@ -259,6 +276,9 @@ class JudgingMixin:
             g_expected = g_inputs = g_outs = None  # release the partial copies before freeing the cache
             torch.cuda.empty_cache()
             return self._compare_case(task, case, cres, expected, inputs, outs)
+        finally:
+            g_expected = g_inputs = g_outs = None
+            release_unused_gpu_cache(dev)
 
     def _compare_case(self, task: Task, case: Any, cres: CaseResult, expected: dict[str, Any],
                       inputs: dict[str, Any], outs: dict[str, Any] | None) -> tuple[str, str | None, str | None]:
