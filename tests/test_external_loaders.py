@@ -225,6 +225,27 @@ def test_a_reference_whose_every_test_skips_says_why() -> None:
     assert harness.run_tests(ns, torch.tensor([7]), spec, reference=False) == ()  # a candidate is not told
 
 
+def test_parametrize_values_from_a_one_shot_iterator_serve_every_trial() -> None:
+    """ROCmBench's test_gemm_no_scf parametrises with `itertools.chain(...)`, an iterator pytest reads
+    once at collection. The harness expands the marks on every forward (one per seeded trial): the
+    second trial found the iterator spent, had no calls, and the reference failed as "every test
+    skipped" on the H100 of 2026-12-05, where GEAK-eval's harness ran all 32."""
+    import itertools
+
+    import torch
+
+    @pytest.mark.parametrize("n,scale", itertools.chain(*[[(n, s) for n in (1, 2, 3)] for s in (1.0, 2.0)]))
+    def test_chain(n, scale, request):
+        ns["result_gold"][request.node.name] = torch.full((n,), scale)
+
+    ns = {"test_chain": test_chain}
+    spec = {"style": "pytest", "tests": ["test_chain"], "task_id": "t"}
+    first = harness.run_tests(ns, torch.tensor([7]), spec, reference=True)
+    second = harness.run_tests(ns, torch.tensor([8]), spec, reference=True)
+    assert len(first) == len(second) == 6
+    assert all(torch.equal(a, b) for a, b in zip(first, second))
+
+
 def test_harness_leaves_are_plain_and_ordered() -> None:
     import numpy as np
     import torch

@@ -209,6 +209,22 @@ def _skip_marks(marks: list[Any], ns: dict[str, Any]) -> str | None:
     return None
 
 
+PARAM_CACHE = "__amdkv_parametrize_values__"  # in the tests' namespace: id(mark) -> its argvalues as a list
+
+
+def _argvalues(mark: Any, ns: dict[str, Any]) -> list[Any]:
+    """A parametrize mark's values as a list, the same list every time. pytest reads them once, at
+    collection; the harness expands the marks on every forward (one per seeded trial), and a test
+    that passes a one-shot iterator (ROCmBench's test_gemm_no_scf: `itertools.chain(...)`) gave its
+    calls on the first trial and none on the next, which read as "every test skipped" (2026-12-05)."""
+    cache = ns.setdefault(PARAM_CACHE, {})
+    key = id(mark)
+    if key not in cache:
+        raw = mark.args[1] if len(mark.args) > 1 else mark.kwargs["argvalues"]
+        cache[key] = (mark, list(raw))  # the mark is kept so that its id is never reused
+    return cache[key][1]
+
+
 def _pytest_calls(fn: Callable[..., Any], ns: dict[str, Any], skips: list[str] | None = None) -> list[dict[str, Any]]:
     """One kwargs dict per collected call of a pytest test function (skipped ones left out, their
     reasons appended to `skips`)."""
@@ -223,7 +239,7 @@ def _pytest_calls(fn: Callable[..., Any], ns: dict[str, Any], skips: list[str] |
         if mark.name != "parametrize":
             continue
         argnames = mark.args[0] if mark.args else mark.kwargs["argnames"]
-        argvalues = mark.args[1] if len(mark.args) > 1 else mark.kwargs["argvalues"]
+        argvalues = _argvalues(mark, ns)
         names = [n.strip() for n in argnames.split(",") if n.strip()] if isinstance(argnames, str) else list(argnames)
         ids = mark.kwargs.get("ids")
         expanded = []

@@ -27,7 +27,7 @@ from amdkv.tasks.loader import load_task
 from amdkv.tasks.types import Task
 
 # Bump when the generated files or the harness change what a verdict can conclude (part of the key).
-HARNESS_VERSION = "4"  # 3: program references poisoned like candidates and checked to reproduce themselves; test-side `import m` names usable; 4: every trial checked to reproduce, not only the first
+HARNESS_VERSION = "5"  # 3: program references poisoned like candidates and checked to reproduce themselves; test-side `import m` names usable; 4: every trial checked to reproduce, not only the first; 5: parametrize values read once per mark (a one-shot iterator gave calls only on the first trial)
 CASE_NAME = "benchmark_tests"
 # No float64 golden exists for a Triton reference, so the candidate is compared with the benchmark
 # reference's own output: within 8 ulps (of rms and of each value) at a precision no finer than
