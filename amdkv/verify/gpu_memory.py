@@ -14,6 +14,17 @@ from __future__ import annotations
 
 REFERENCE_NEED_MULTIPLE = 2.0
 MAX_GPU_MEM_FRACTION = 0.95
+OUT_OF_MEMORY_TYPES = ("OutOfMemoryError", "MemoryError")
+OUT_OF_MEMORY_TEXTS = ("out of memory", "cannot allocate memory", "can't allocate memory")
+
+
+def is_out_of_memory(type_name: str, text: str) -> bool:
+    """Whether an error (its class name and text) says memory ran out: torch's OutOfMemoryError, a
+    CUDA/HIP "out of memory" raised as another type (AcceleratorError), the host's MemoryError or a
+    refused allocation under the worker's memory cap. One rule for candidates (runtime_error / oom) and
+    references (retried alone, references.py)."""
+    lowered = text.lower()
+    return type_name in OUT_OF_MEMORY_TYPES or any(t in lowered for t in OUT_OF_MEMORY_TEXTS)
 
 
 def default_gpu_mem_fraction(concurrent: int) -> float:

@@ -21,8 +21,10 @@ from amdkv.config import VerifierConfig
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
+from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
-from amdkv.verify.pool import Spare
+from amdkv.verify.pool import Spare, gpu_lock_key
+from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.reference_cache import CaseFiles, case_key, evict, touch
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, OutputWriteError, ReferenceCaseJob, ReferenceJob,
@@ -58,15 +60,23 @@ def reference_attempts(config: VerifierConfig) -> list[tuple[str, str | None, Ve
 
 
 _REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
-# Reference computations that failed in this process, by the same key as the lock: the other
-# candidates of that task get the same answer without running the failing reference again.
 # the per-file write limit of reference workers (trusted code; candidates keep AMDKV_SANDBOX_FILE_SIZE_GIB)
 REFERENCE_FILE_SIZE_GIB = 4096.0
 FILE_SIZE_HINT = ("raise AMDKV_SANDBOX_FILE_SIZE_GIB (the largest file a worker may write) above the size the "
                   "message gives, or verify the task on fewer/smaller cases")
 REFERENCE_TIMEOUT = "reference_timeout"  # unverifiable's reason when a benchmark's reference ran past the limit
+# Reference computations that failed in this process, by the same key as the lock: the other
+# candidates of that task get the same answer without running the failing reference again.
 _REFERENCE_FAILURES: dict[tuple, tuple[str, bool]] = {}  # -> (message, timed out)
 _REFERENCE_LOCKS_GUARD = threading.Lock()
+# One gate per physical device: references pass it together; one that ran out of memory runs again
+# alone (shared_exclusive.py). Per process: references of other processes on the same GPU are not seen.
+_REFERENCE_GATES: dict[str, SharedExclusiveGate] = {}
+
+
+def _reference_gate(device_key: str) -> SharedExclusiveGate:
+    with _REFERENCE_LOCKS_GUARD:
+        return _REFERENCE_GATES.setdefault(device_key, SharedExclusiveGate())
 
 
 def _reference_lock(key: tuple) -> threading.Lock:
@@ -158,7 +168,7 @@ class ReferencesMixin:
         try:
             # (free disk was checked when the verification started: Verifier.verify_now)
             try:
-                report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
+                report = self._run_reference_gated(task, jobs, compile_env, writable)
                 if report.fatal is not None and report.fatal.error_type == OutputWriteError.__name__:
                     # the machine's failure, whatever the disk says now (other writers may have freed it)
                     self._check_disk()
@@ -206,6 +216,23 @@ class ReferencesMixin:
         if low:
             cause = f"; the reference failed: {failure.message}" if failure is not None else ""
             raise InfrastructureError(low + cause, hint=LOW_DISK_HINT) from failure
+
+    def _run_reference_gated(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
+                             writable: list[str]) -> WorkerReport:
+        """`_run_reference_worker_retrying` beside the other references on this device; once more, alone
+        among them, when it ran out of memory. A reference is trusted code that fits the device (or
+        its run fails again alone, and that failure is the verdict's): out of memory beside others is
+        the moment's contention, not the task's failure."""
+        gate = _reference_gate(gpu_lock_key(self.platform.device))
+        with gate.shared():
+            report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
+        fatal = report.fatal
+        if fatal is None or not is_out_of_memory(fatal.error_type, fatal.error):
+            return report
+        print(f"amdkv: the reference for task {task.id} ran out of memory beside other references "
+              f"({fatal.error_type}: {fatal.error[:200]}); running it again alone", file=sys.stderr, flush=True)
+        with gate.exclusive():
+            return self._run_reference_worker_retrying(task, jobs, compile_env, writable)
 
     def _run_reference_worker_retrying(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
                                        writable: list[str]) -> WorkerReport:

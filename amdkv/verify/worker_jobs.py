@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
+from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateError, CandidateJob,
                                           CandidateResult, Finding, OutputWriteError, ReferenceCaseReport,
@@ -309,10 +310,9 @@ def _classify_exception(exc: BaseException, in_kernel: bool) -> tuple[str, str]:
     """(status, reason) for an exception escaping the candidate's code."""
     name = type(exc).__name__
     mod = type(exc).__module__ or ""
-    text = str(exc).lower()
-    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in text \
-            or "cannot allocate memory" in text or "can't allocate memory" in text:  # host: the memory cap
-        return "runtime_error", "oom"
+    # the types by isinstance (a candidate's own class named OutOfMemoryError is not one), the rest by text
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or is_out_of_memory("", str(exc)):
+        return "runtime_error", "oom"  # (host: the memory cap)
     if isinstance(exc, PermissionError) and "amdkv sandbox" in str(exc):
         return "hack_detected", "sandbox_violation"
     if mod.startswith("triton") and ("Compilation" in name or "Interpreter" in name):

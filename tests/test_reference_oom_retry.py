@@ -1,0 +1,101 @@
+"""A reference that runs out of memory beside other references is run once more, alone among them
+(references.py, shared_exclusive.py). On the H100 of 2026-12-05 nine references of a cold `amdkv gen`
+failed with CUDA out-of-memory while another worker held 38 GB: each became an infra_error although
+the task fits the card.
+
+Real workers on `cpu`: the planted task's reference raises torch.OutOfMemoryError on its first run
+only (a marker file in the reference's compile cache, the one place besides its outputs a reference
+may write), as a reference that met another's peak would."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from amdkv.tasks.builtin import solution_path
+from amdkv.tasks.loader import load_task
+from amdkv.verify.candidate import Candidate
+from amdkv.verify.shared_exclusive import SharedExclusiveGate
+from amdkv.verify.verifier import Verifier
+
+OOM_ONCE_TASK = '''import os
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        marker = os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "oom-once")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 38.00 GiB (planted)")
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 128)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_out_of_memory_once_is_run_again_alone_and_judged(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    task_file = tmp_path / "oom_once.py"
+    task_file.write_text(OOM_ONCE_TASK)
+    candidate = Candidate(solution_path("l1_relu").read_text())
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, trials=1) as verifier:
+        verdict = verifier.verify(load_task(task_file), candidate)
+    assert verdict.status == "ok", verdict.to_dict()
+    assert "ran out of memory beside other references" in capsys.readouterr().err
+
+
+def test_a_reference_out_of_memory_every_time_stays_a_failure(tmp_path, monkeypatch):
+    """Alone it fails again: that failure is the verdict's (infra_error naming the error), no loop."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    task_file = tmp_path / "oom_always.py"
+    task_file.write_text(OOM_ONCE_TASK.replace("if not os.path.exists(marker):", "if True:"))
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, trials=1) as verifier:
+        verdict = verifier.verify(load_task(task_file), Candidate(solution_path("l1_relu").read_text()))
+    assert verdict.status == "infra_error" and "OutOfMemoryError" in verdict.diagnostics
+
+
+def test_the_gate_lets_shared_holders_through_together_and_an_exclusive_one_alone():
+    gate = SharedExclusiveGate()
+    inside: list[str] = []
+    log: list[tuple[str, int]] = []
+    lock = threading.Lock()
+
+    def hold(kind: str, seconds: float) -> None:
+        with (gate.exclusive() if kind == "x" else gate.shared()):
+            with lock:
+                inside.append(kind)
+                log.append((kind, len(inside)))
+            time.sleep(seconds)
+            with lock:
+                inside.remove(kind)
+
+    first = [threading.Thread(target=hold, args=("s", 0.3)) for _ in range(3)]
+    for t in first:
+        t.start()
+    time.sleep(0.1)
+    exclusive = threading.Thread(target=hold, args=("x", 0.2))
+    exclusive.start()
+    time.sleep(0.05)
+    late = threading.Thread(target=hold, args=("s", 0.05))  # arrives while the exclusive one waits
+    late.start()
+    for t in [*first, exclusive, late]:
+        t.join(10)
+    assert max(n for kind, n in log if kind == "s") >= 2  # shared holders overlapped
+    assert ("x", 1) in log  # the exclusive holder was alone
+    assert [kind for kind, _ in log].index("x") < len(log) - 1 and log[-1][0] == "s"  # the late one waited for it
+    with pytest.raises(RuntimeError):  # an exception inside releases the gate
+        with gate.exclusive():
+            raise RuntimeError("boom")
+    with gate.shared():
+        pass
