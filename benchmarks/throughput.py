@@ -80,6 +80,22 @@ SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
 SWITCHED_ON = {"seed": ("AMDKV_SEED_TRITON_STUBS",)}
 
 
+# verdict timings worker_<X>_s that are not job phases (the whole job, start-up parts, the timing lock's
+# wait and hold inside the `timing` phase, hand-offs)
+NOT_JOB_PHASES = ("worker_job_s", "worker_lock_wait_s", "worker_lock_held_s")
+
+
+def unphased_job_s(timings: dict[str, Any]) -> float | None:
+    """A candidate's worker job seconds outside every named phase (None without a job time)."""
+    job = timings.get("worker_job_s")
+    if not isinstance(job, (int, float)):
+        return None
+    parts = [v for k, v in timings.items() if k.startswith("worker_") and k.endswith("_s")
+             and not k.endswith("cpu_s") and not k.startswith("worker_startup") and k not in NOT_JOB_PHASES
+             and isinstance(v, (int, float))]
+    return job - sum(parts)
+
+
 def phase_environment(opts: list[str]) -> dict[str, str | None]:
     """The worker settings a phase's options set (value) or leave to their defaults (None)."""
     env: dict[str, str | None] = {}
@@ -146,6 +162,11 @@ def run_phase(name: str, pairs: list[tuple[Any, str]], *, gpus: list[int], jobs:
         vals = [v.timings[key] for v in run if isinstance(v.timings.get(key), (int, float))]
         if vals:
             phases[key] = round(statistics.median(vals), 3)
+    # medians of the parts need not add up to the median of the whole (session 17 read a 0.58-s gap
+    # into them): the part of each candidate's job no phase counts, per candidate, then its median
+    unphased = [u for u in (unphased_job_s(v.timings) for v in run) if u is not None]
+    if unphased:
+        phases["worker_unphased_s"] = round(statistics.median(unphased), 3)
     methods: dict[str, int] = {}
     for v in run:
         for c in v.cases:

@@ -241,13 +241,19 @@ def serve(channel: Any, forked: bool = False) -> int:
     result: ReferenceResult | CandidateResult | None = None
     fatal: WorkerFailure | None = None
     try:
-        job = job_from_json(line)
-        _apply_gpu_memory_cap(job, settings)
-        # reference and candidate jobs alike, before a candidate job's LaunchCounter wraps Triton's
-        # launch (so its AMD-compile capture still sees the AMD options): launch_options.py
-        drop_amd_options_on_nvidia(job.device)
+        prepare = PhaseClock(("prepare",))  # the job's set-up before its own phases (worker_jobs)
+        with prepare.phase("prepare"):
+            job = job_from_json(line)
+            _apply_gpu_memory_cap(job, settings)
+            # reference and candidate jobs alike, before a candidate job's LaunchCounter wraps Triton's
+            # launch (so its AMD-compile capture still sees the AMD options): launch_options.py
+            drop_amd_options_on_nvidia(job.device)
         result = worker_jobs.run_candidate_job(job) if isinstance(job, CandidateJob) else \
             worker_jobs.run_reference_job(job)
+        if isinstance(result, CandidateResult):  # verdict timings worker_prepare_s (_cpu_s, _children_cpu_s)
+            result.phase_s.update(prepare.wall)
+            result.phase_cpu_s.update(prepare.cpu)
+            result.phase_children_cpu_s.update(prepare.children_cpu)
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
         fatal = WorkerFailure(error_type=type(exc).__name__, error=str(exc)[:2000],
                               traceback=traceback.format_exc()[-6000:])
