@@ -5,7 +5,6 @@ subprocesses that print results the way the harness drivers do."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
@@ -13,16 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_benchmark_script
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "external"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("external_gpu", REPO / "benchmarks" / "external_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("external_gpu")
 
 
 def test_script_on_cpu_writes_tables_and_json(tmp_path: Path) -> None:

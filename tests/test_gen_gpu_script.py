@@ -5,7 +5,6 @@ prints the CSV the real tool prints, the one boundary these tests cannot reach."
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,16 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_benchmark_script
 from gen_support import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gen_gpu", REPO / "benchmarks" / "gen_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("gen_gpu")
 
 
 gen_gpu = _script()

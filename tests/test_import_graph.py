@@ -17,10 +17,10 @@ warnings and fail unless listed in LAZY_PACKAGE_CYCLES_ALLOWED (docs/import_grap
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
 import warnings
 from pathlib import Path
+
+from bench_scripts import load_benchmark_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,11 +39,7 @@ LAZY_PACKAGE_CYCLES_ALLOWED: dict[frozenset[str], str] = {
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("amdkv_import_graph", ROOT / "benchmarks" / "import_graph.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("import_graph", module_name="amdkv_import_graph", register=True)
 
 
 def _describe(graph: dict[str, set[str]], found: list[list[str]]) -> str:

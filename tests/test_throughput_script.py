@@ -3,20 +3,10 @@ settings and the per-candidate time outside every worker phase. The script itsel
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
+from bench_scripts import load_benchmark_script
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("throughput", REPO / "benchmarks" / "throughput.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-tp = _script()
+tp = load_benchmark_script("throughput")
 
 
 def test_phase_options_switch_settings_off_and_on() -> None:
