@@ -73,6 +73,10 @@ from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
 # verifier's window (2 x --timeout + 60 s) are evicted, oldest first (one candidate per task: none is
 # read again), so a long phase does not fill the GPU machine's 64 GiB disk
 REFERENCE_CACHE_GIB = 16.0
+# KernelBench's references run as candidates write outputs as large as the references' (12 GiB for
+# 9_Tall_skinny and 7_Matmul_small_K): past the candidates' default 4-GiB file limit (the OS sandbox's
+# RLIMIT_FSIZE) they would be infra_error. The candidates here are the benchmark's own code.
+KB_CANDIDATE_FILE_GIB = 32.0
 DEFAULT_BUDGETS = {"kb": 90.0, "kb_harness": 60.0, "tbg": 150.0, "tbg_harness": 75.0, "rocm": 45.0,
                    "rocm_harness": 45.0}
 
@@ -165,7 +169,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
                 timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
-                shard: tuple[int, int] = (0, 1)) -> dict[str, Any]:
+                shard: tuple[int, int] = (0, 1), file_size_gib: float | None = None) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
     run folder under `work` (not OUT: only the summaries come back from the GPU machine). With a
     `shard` (I, N), only every N-th task from the I-th: a suite longer than one device call (all 184
@@ -195,7 +199,9 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
                             config=VerifierConfig.from_env(compile_baseline=False, verdict_cache=False,
                                                            cache_dir=str(run_dir / "cache"),
                                                            reference_cache_gib=REFERENCE_CACHE_GIB,
-                                                           reference_timeout=reference_timeout))
+                                                           reference_timeout=reference_timeout,
+                                                           **({"sandbox_file_size_gib": file_size_gib}
+                                                              if file_size_gib else {})))
     try:
         outcome = run_eval(settings, progress=True)
         elapsed = time.monotonic() - t0  # the cache's deletion below is not the benchmark's time
@@ -629,7 +635,8 @@ def main(argv: list[str] | None = None) -> int:
         amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
                             jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
                             timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3,
-                            reference_timeout=args.reference_timeout, shard=shard)
+                            reference_timeout=args.reference_timeout, shard=shard,
+                            file_size_gib=KB_CANDIDATE_FILE_GIB if key == "kb" else None)
         (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
         print(slowest_tasks(amdkv), flush=True)
