@@ -73,8 +73,8 @@ from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
 # verifier's window (2 x --timeout + 60 s) are evicted, oldest first (one candidate per task: none is
 # read again), so a long phase does not fill the GPU machine's 64 GiB disk
 REFERENCE_CACHE_GIB = 16.0
-# KernelBench's references run as candidates write outputs as large as the references' (12 GiB for
-# 9_Tall_skinny's and 7_Matmul_small_K's expected files): past the candidates' default 4-GiB file limit (the
+# KernelBench's references run as candidates write output files of several GiB (the references' expected
+# files reach 12 GiB: 9_Tall_skinny, 7_Matmul_small_K): past the candidates' default 4-GiB file limit (the
 # OS sandbox's RLIMIT_FSIZE) they would be infra_error. The candidates here are the benchmark's own code.
 KB_CANDIDATE_FILE_GIB = 32.0
 DEFAULT_BUDGETS = {"kb": 90.0, "kb_harness": 60.0, "tbg": 150.0, "tbg_harness": 75.0, "rocm": 45.0,
