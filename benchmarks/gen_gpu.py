@@ -287,7 +287,7 @@ class GpuMemorySampler(threading.Thread):
                 continue
             out.write(f"{stamp},{self.phase},{used},{total},{pid},{mib}\n")
             if mib > self.peaks.get(pid, {}).get("mib", -1):
-                self.peaks[pid] = {"mib": mib, "phase": self.phase, "cmd": _cmdline(pid)}
+                self.peaks[pid] = {"mib": mib, "phase": self.phase, "cmd": _cmdline(pid), "job": _job_label(pid)}
         if not apps:
             out.write(f"{stamp},{self.phase},{used},{total},,\n")
         out.flush()
@@ -301,6 +301,17 @@ class GpuMemorySampler(threading.Thread):
         top = sorted(self.peaks.items(), key=lambda kv: -kv[1]["mib"])[:12]
         return {"peak_used_mib": self.peak_used_mib, "processes_seen": len(self.peaks),
                 "top_processes": [{"pid": pid, **info} for pid, info in top]}
+
+
+def _job_label(pid: int) -> str | None:
+    """What a verifier worker runs ("reference l1_relu"), from the label the parent leaves in its cwd
+    (pool.JOB_LABEL_FILE); None for other processes."""
+    from amdkv.verify.pool import JOB_LABEL_FILE
+
+    try:
+        return Path(f"/proc/{pid}/cwd", JOB_LABEL_FILE).read_text().strip()[:200]
+    except OSError:
+        return None
 
 
 def _cmdline(pid: int) -> str:

@@ -84,7 +84,13 @@ def test_a_server_that_exits_is_reported_with_its_output(tmp_path: Path) -> None
 
 
 def test_gpu_memory_sampler_names_the_largest_holders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    holder = os.getpid()  # a real process, so its command line is read from /proc
+    from amdkv.verify.pool import JOB_LABEL_FILE
+
+    work = tmp_path / "worker"  # a real process whose cwd holds a verifier worker's job label
+    work.mkdir()
+    (work / JOB_LABEL_FILE).write_text("reference l1_big\n")
+    proc = subprocess.Popen(["sleep", "30"], cwd=work)
+    holder = proc.pid  # its command line and cwd are read from /proc
     fake = tmp_path / "bin" / "nvidia-smi"
     fake.parent.mkdir()
     fake.write_text(f"""#!/bin/sh
@@ -100,9 +106,12 @@ esac
     sampler.start()
     time.sleep(0.5)
     summary = sampler.stop()
+    proc.kill()
+    proc.wait()
     assert summary["peak_used_mib"] == 70000 and summary["processes_seen"] == 2
     top = summary["top_processes"][0]
-    assert (top["pid"], top["mib"], top["phase"]) == (holder, 51000, "model") and "python" in top["cmd"]
+    assert (top["pid"], top["mib"], top["phase"]) == (holder, 51000, "model") and "sleep" in top["cmd"]
+    assert top["job"] == "reference l1_big" and summary["top_processes"][1]["job"] is None
     rows = (tmp_path / "gpu_mem.csv").read_text().splitlines()
     assert rows[0].startswith("time,phase") and f",model,70000,81559,{holder},51000" in rows[1]
 
@@ -120,3 +129,27 @@ def test_continuous_batching_gets_a_kv_cache_cap_from_the_real_cli() -> None:
     assert gen_gpu.kv_cache_cap(str(exe), ["--continuous-batching", "--cb-num-blocks=8"], env) == [
         "--continuous-batching", "--cb-num-blocks=8"]
     assert gen_gpu.kv_cache_cap(str(exe), [], env) == []
+
+
+def test_verifier_workers_carry_their_jobs_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the sampler reads: every reference and candidate worker is told whose job it runs."""
+    from amdkv.tasks.builtin import solution_path, task_path
+    from amdkv.tasks.loader import load_task
+    from amdkv.verify import pool
+    from amdkv.verify.candidate import Candidate
+    from amdkv.verify.verifier import Verifier
+
+    labels: list[str] = []
+    real_run = pool.Spare.run
+
+    def run(self, job, timeout, label=None):
+        result = real_run(self, job, timeout, label)
+        labels.append(label)
+        return result
+
+    monkeypatch.setattr(pool.Spare, "run", run)
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    with Verifier("cpu", jobs=1, verdict_cache=False, trials=1) as verifier:
+        verdict = verifier.verify(load_task(task_path("l1_relu")), Candidate(solution_path("l1_relu").read_text()))
+    assert verdict.status == "ok"
+    assert labels == ["reference l1_relu", "candidate l1_relu"]

@@ -10,6 +10,7 @@ environment variable (`AMDKV_WORKER_SETTINGS`: the `WorkerSettings` message of w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -117,6 +118,9 @@ def worker_env(platform: PlatformInfo, workdir: str, environ: Mapping[str, str],
                               **(config or VerifierConfig()).worker_settings())
     env[WORKER_SETTINGS_ENV] = settings.to_json()
     return env, device
+
+
+JOB_LABEL_FILE = "amdkv_job.txt"  # in a worker's cwd: what job it runs (Spare.run's `label`)
 
 
 def make_worker_dirs(base_tmp: str | None = None) -> tuple[str, str, str]:
@@ -299,12 +303,19 @@ class Spare:
         self._ready = True
         self.ready_wait_s = time.monotonic() - t_wait
 
-    def run(self, job: WorkerJob, timeout: float) -> ProcessResult:
+    def run(self, job: WorkerJob, timeout: float, label: str | None = None) -> ProcessResult:
         """Send the one job; return when the worker says DONE (its report is complete), when it
         exits, or at `timeout`. The process group is killed in every case. After DONE the parent
         does not wait for the exit: tearing down a GPU context takes time that is neither the
-        candidate's nor the verifier's, so a background thread reaps the process."""
+        candidate's nor the verifier's, so a background thread reaps the process.
+
+        `label` ("reference l1_relu") goes into JOB_LABEL_FILE in the worker's folder (its cwd), for
+        tools that look at processes from outside: a GPU-memory sampler saw one worker hold 38 GB on
+        2026-12-05 and could not say whose job it ran. Diagnostics only: the worker may rewrite it."""
         self.wait_ready()
+        if label:
+            with contextlib.suppress(OSError):
+                Path(self.workdir, JOB_LABEL_FILE).write_text(label + "\n")
         start = self.job_sent_at = time.monotonic()
         deadline = start + timeout
         self.proc.send_job(job.to_json().encode())

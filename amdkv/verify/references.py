@@ -272,7 +272,7 @@ class ReferencesMixin:
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
-            proc = spare.run(job, timeout=self.reference_timeout_s)
+            proc = spare.run(job, timeout=self.reference_timeout_s, label=f"reference {task.id}")
             if proc.timed_out or not os.path.isfile(report_path):
                 failed = ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "

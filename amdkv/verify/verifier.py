@@ -394,7 +394,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                            outputs_path=outputs_path, report_path=report_path, readable=readable,
                            capture=bool(self.archs), backend=extra_job, gpu_mem_floor_bytes=floor)
         wall0 = time.monotonic()
-        proc = spare.run(job, timeout=self.timeout)
+        proc = spare.run(job, timeout=self.timeout, label=f"candidate {task.id}")
         proc.gpu_mem_floor_bytes = floor  # type: ignore[attr-defined]
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
         # parts of candidate_s, put in the verdict by _judge (every language's path judges through it)
