@@ -24,8 +24,8 @@ from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare, gpu_lock_key
-from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.reference_cache import CaseFiles, case_key, evict, touch
+from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, OutputWriteError, ReferenceCaseJob, ReferenceJob,
                                           ReferenceResult, WorkerReport)

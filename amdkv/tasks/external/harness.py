@@ -209,20 +209,21 @@ def _skip_marks(marks: list[Any], ns: dict[str, Any]) -> str | None:
     return None
 
 
-PARAM_CACHE = "__amdkv_parametrize_values__"  # in the tests' namespace: id(mark) -> its argvalues as a list
+# id(mark) -> (the mark, its argvalues as a list). In this module, not in the tests' namespace, which
+# the candidate's code shares: nothing it defines can reach the values the harness expands.
+_PARAM_VALUES: dict[int, tuple[Any, list[Any]]] = {}
 
 
-def _argvalues(mark: Any, ns: dict[str, Any]) -> list[Any]:
+def _argvalues(mark: Any) -> list[Any]:
     """A parametrize mark's values as a list, the same list every time. pytest reads them once, at
     collection; the harness expands the marks on every forward (one per seeded trial), and a test
     that passes a one-shot iterator (ROCmBench's test_gemm_no_scf: `itertools.chain(...)`) gave its
     calls on the first trial and none on the next, which read as "every test skipped" (2026-12-05)."""
-    cache = ns.setdefault(PARAM_CACHE, {})
     key = id(mark)
-    if key not in cache:
+    if key not in _PARAM_VALUES:
         raw = mark.args[1] if len(mark.args) > 1 else mark.kwargs["argvalues"]
-        cache[key] = (mark, list(raw))  # the mark is kept so that its id is never reused
-    return cache[key][1]
+        _PARAM_VALUES[key] = (mark, list(raw))  # the mark is kept so that its id is never reused
+    return _PARAM_VALUES[key][1]
 
 
 def _pytest_calls(fn: Callable[..., Any], ns: dict[str, Any], skips: list[str] | None = None) -> list[dict[str, Any]]:
@@ -239,7 +240,7 @@ def _pytest_calls(fn: Callable[..., Any], ns: dict[str, Any], skips: list[str] |
         if mark.name != "parametrize":
             continue
         argnames = mark.args[0] if mark.args else mark.kwargs["argnames"]
-        argvalues = _argvalues(mark, ns)
+        argvalues = _argvalues(mark)
         names = [n.strip() for n in argnames.split(",") if n.strip()] if isinstance(argnames, str) else list(argnames)
         ids = mark.kwargs.get("ids")
         expanded = []
