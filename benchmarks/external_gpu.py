@@ -47,6 +47,7 @@ code is missing from the checkout is reported as unavailable.
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import json
 import os
@@ -509,10 +510,7 @@ def merge_amdkv(parts: list[dict[str, Any]]) -> dict[str, Any]:
             raise SystemExit(f"--rerender: task(s) {', '.join(twice[:5])} are in more than one run; merge only "
                              "runs of different --shard values")
         tasks.update(part["tasks"])
-    counts: dict[str, int] = {}
-    for part in parts:
-        for status, n in (part.get("status_counts") or {}).items():
-            counts[status] = counts.get(status, 0) + n
+    counts = dict(sum((collections.Counter(p.get("status_counts") or {}) for p in parts), collections.Counter()))
     seconds, verified = _summed(parts, "seconds"), sum(p["verified"] for p in parts)
     return {**parts[0], "tasks": tasks, "status_counts": counts, "seconds": seconds, "verified": verified,
             "n_tasks": sum(p["n_tasks"] for p in parts), "load_s": _summed(parts, "load_s"),

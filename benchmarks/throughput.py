@@ -80,8 +80,8 @@ SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
 SWITCHED_ON = {"seed": ("AMDKV_SEED_TRITON_STUBS",)}
 
 
-# verdict timings worker_<X>_s that are not job phases (the whole job, start-up parts, the timing lock's
-# wait and hold inside the `timing` phase, hand-offs)
+# verdict timings worker_<X>_s that are not job phases besides worker_startup_* and the CPU figures: the
+# whole job, and the timing lock's wait and hold (inside the `timing` phase)
 NOT_JOB_PHASES = ("worker_job_s", "worker_lock_wait_s", "worker_lock_held_s")
 
 

@@ -97,5 +97,13 @@ def test_the_gate_lets_shared_holders_through_together_and_an_exclusive_one_alon
     with pytest.raises(RuntimeError):  # an exception inside releases the gate
         with gate.exclusive():
             raise RuntimeError("boom")
-    with gate.shared():
-        pass
+    entered = threading.Event()
+
+    def enter_shared() -> None:
+        with gate.shared():
+            entered.set()
+
+    after = threading.Thread(target=enter_shared, daemon=True)
+    after.start()
+    after.join(5)
+    assert entered.is_set(), "the gate stayed closed after an exclusive holder raised"

@@ -18,13 +18,18 @@ OUT_OF_MEMORY_TYPES = ("OutOfMemoryError", "MemoryError")
 OUT_OF_MEMORY_TEXTS = ("out of memory", "cannot allocate memory", "can't allocate memory")
 
 
-def is_out_of_memory(type_name: str, text: str) -> bool:
-    """Whether an error (its class name and text) says memory ran out: torch's OutOfMemoryError, a
-    CUDA/HIP "out of memory" raised as another type (AcceleratorError), the host's MemoryError or a
-    refused allocation under the worker's memory cap. One rule for candidates (runtime_error / oom) and
-    references (retried alone, references.py)."""
+def says_out_of_memory(text: str) -> bool:
+    """Whether an error's text says memory ran out: a CUDA/HIP "out of memory" raised as any type
+    (AcceleratorError too) or a refused host allocation under the worker's memory cap. One rule for
+    candidates (runtime_error / oom, worker_jobs) and references (retried alone, references.py)."""
     lowered = text.lower()
-    return type_name in OUT_OF_MEMORY_TYPES or any(t in lowered for t in OUT_OF_MEMORY_TEXTS)
+    return any(t in lowered for t in OUT_OF_MEMORY_TEXTS)
+
+
+def is_out_of_memory(type_name: str, text: str) -> bool:
+    """An error reported by name and text (a worker's report): torch's OutOfMemoryError, the host's
+    MemoryError, or a text that says so."""
+    return type_name in OUT_OF_MEMORY_TYPES or says_out_of_memory(text)
 
 
 def default_gpu_mem_fraction(concurrent: int) -> float:

@@ -265,7 +265,6 @@ class JudgingMixin:
             return self._compare_case(task, case, cres, expected, inputs, outs)
         import torch
 
-        g_expected = g_inputs = g_outs = None
         try:
             g_expected = {"eager": to_device(expected["eager"], dev), "golden": to_device(expected.get("golden"), dev)}
             g_inputs = {"trials": to_device(inputs["trials"], dev), "seeds": inputs["seeds"]}

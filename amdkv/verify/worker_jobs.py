@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
-from amdkv.verify.gpu_memory import is_out_of_memory
+from amdkv.verify.gpu_memory import says_out_of_memory
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateError, CandidateJob,
                                           CandidateResult, Finding, OutputWriteError, ReferenceCaseReport,
@@ -119,22 +119,14 @@ def save_for_parent(obj: Any, path: str) -> None:
                                + _file_size_note(_tensor_bytes(obj))) from exc
 
 
-@contextlib.contextmanager
 def _no_zip_checksums() -> Any:
-    """torch.save without CRC-32 for the duration (torch's serialization config; a torch without that
+    """torch.save without CRC-32 for the duration: torch's own config patch (a torch without that
     setting saves as before)."""
     try:
         from torch.utils.serialization import config as serialization_config
-
-        previous = serialization_config.save.compute_crc32
-    except (ImportError, AttributeError):
-        yield
-        return
-    serialization_config.save.compute_crc32 = False
-    try:
-        yield
-    finally:
-        serialization_config.save.compute_crc32 = previous
+    except ImportError:
+        return contextlib.nullcontext()
+    return serialization_config.patch({"save.compute_crc32": False})
 
 
 def _tensor_bytes(obj: Any) -> int:
@@ -336,7 +328,7 @@ def _classify_exception(exc: BaseException, in_kernel: bool) -> tuple[str, str]:
     name = type(exc).__name__
     mod = type(exc).__module__ or ""
     # the types by isinstance (a candidate's own class named OutOfMemoryError is not one), the rest by text
-    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or is_out_of_memory("", str(exc)):
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or says_out_of_memory(str(exc)):
         return "runtime_error", "oom"  # (host: the memory cap)
     if isinstance(exc, PermissionError) and "amdkv sandbox" in str(exc):
         return "hack_detected", "sandbox_violation"
