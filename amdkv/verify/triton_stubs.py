@@ -8,12 +8,14 @@ source is Triton's own, not the candidate's, and its cache key is a hash of that
 platform, so a copy built by the parent is the file the worker would have built. Each spare gets
 its own copy (never a link): a candidate that overwrote its copy changes nothing for the next.
 
-Off by default since 2026-12-02 (`AMDKV_SEED_TRITON_STUBS`, config.py): on the H200, TritonBench-G
-reference workers given the seeded helper died with SIGSEGV (inside Triton's `_init_handles`, or
-while garbage-collecting) in 4-8 of ~15 workers per 30-s run with every other setting varied, and in
-none of 24 with seeding off (benchmarks/crash_probe.py; docs/gpu.md, Known gaps).
+On by default (`AMDKV_SEED_TRITON_STUBS`, config.py). It was off from 2026-12-02 to 2026-12-05: on the
+H200, TritonBench-G reference workers given the seeded helper died with SIGSEGV (inside Triton's
+`_init_handles`, or while garbage-collecting) in 4-8 of ~15 workers per 30-s run with every other
+setting varied, and in none of 24 with seeding off (benchmarks/crash_probe.py; docs/gpu.md, Known
+gaps). After the fix below, the same probe with seeding on crashed 0 of 16 workers (H100,
+2026-12-05), and the throughput run's 231 seeded candidate workers were all `ok`.
 
-The mechanism, found in session 13 by reading the code (not yet re-run on the GPU): reference
+The mechanism, found in session 13 by reading the code: reference
 workers do not have a private Triton cache. They share one (`compile-cache/triton`, set through the
 spare's `extra_env`, references.py), and the spare seeded into whatever `TRITON_CACHE_DIR` it had,
 with `shutil.copyfile`, which truncates and rewrites the file in place. Every new reference worker

@@ -80,7 +80,16 @@ def fake_load(name, sources=None, extra_cflags=None, extra_cuda_cflags=None, ext
 
 
 def install_patches() -> None:
+    import torch
     import torch.utils.cpp_extension as ce
+
+    # One intra-op thread: the capture only needs the candidate's import and `__init__`, and a
+    # task whose `__init__` does a large CPU op (l2_rope's cos/sin tables) otherwise made libgomp
+    # start a thread per core, which failed on a 16-core GPU host under the capture's limits
+    # ("libgomp: Thread creation failed: Resource temporarily unavailable", H100, 2026-12-05) and
+    # turned a correct reference solution into `compile_error`. Forked from a fork server whose
+    # torch is imported already, so OMP_NUM_THREADS in the environment would come too late.
+    torch.set_num_threads(1)
 
     ce.load_inline = fake_load_inline
     ce.load = fake_load
