@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from typing import Any, Callable
 
@@ -111,7 +112,7 @@ def _run(language: str, o: dict[str, Any]) -> None:
     from amdkv.gen.llm import SamplingParams
     from amdkv.gen.pipeline import PipelineSettings
     from amdkv.gen.retry import RetryPolicy
-    from amdkv.gen.run import GenSettings, run_gen
+    from amdkv.gen.run import GenSettings, run_gen, stop_on_signals
     from amdkv.prompts import PromptConfig
 
     check_one_verifier_source(o["verifier_url"], o["ray_address"])
@@ -129,11 +130,13 @@ def _run(language: str, o: dict[str, Any]) -> None:
                         params=params, turns=o["turns"], samples=o["samples"],
                         max_trajectory_tokens=o["max_trajectory_tokens"], stop_on_ok=o["stop_on_ok"],
                         optimise_from=o["optimise_from"], functional_reference=o["functional_reference"])
+    import threading
     import time
 
+    stop = threading.Event()
     pipeline = PipelineSettings(llm_concurrency=o["concurrency"], max_active_tasks=o["active_tasks"],
                                 deadline=time.monotonic() + o["max_wall"] if o["max_wall"] else None,
-                                token_budget=o["token_budget"], max_llm_failures=o["max_llm_failures"])
+                                token_budget=o["token_budget"], max_llm_failures=o["max_llm_failures"], stop=stop)
     cache = {} if o["verdict_cache"] is None else {"verdict_cache": o["verdict_cache"]}
     settings = GenSettings(tasks=o["tasks_spec"], out=o["out_dir"], agent=agent, llm=o["llm"], model=o["model"],
                            base_url=o["base_url"], api_key=o["api_key"], task_ids=tuple(o["task_ids"]),
@@ -143,7 +146,8 @@ def _run(language: str, o: dict[str, Any]) -> None:
                            verifier=VerifierConfig.from_env(device=o["device"], jobs=o["jobs"], **cache),
                            verifier_url=o["verifier_url"], verifier_token=o["verifier_token"],
                            ray_address=o["ray_address"])
-    outcome = run_gen(settings, progress=not o["as_json"])
+    with stop_on_signals(stop):
+        outcome = run_gen(settings, progress=not o["as_json"])
     if o["as_json"]:
         click.echo(json.dumps(outcome.summary, indent=2, default=str))
     else:
@@ -153,6 +157,13 @@ def _run(language: str, o: dict[str, Any]) -> None:
     elif outcome.exit_code != EXIT_OK:
         click.echo("some trajectories could not be finished (see abandoned); run the same command again to "
                    "continue them", err=True)
+    if stop.is_set():
+        # stopped by a signal: the records, samples file and summary are written and the verifier is
+        # closed; model requests still in flight would hold the exit (the interpreter joins the client's
+        # threads at exit) for as long as the server takes to answer, and nothing waits for their replies
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(outcome.exit_code)
     sys.exit(outcome.exit_code)
 
 
