@@ -20,6 +20,14 @@ new starts and the run says so; a cut phase reports what it finished):
 4. `replay_hip`: `amdkv gen hip --llm replay --turns 1` (HIP through the project's HIP-on-CUDA layer).
 The verdict cache is off (AMDKV_VERDICT_CACHE=0), so every phase verifies for real.
 
+Longer than one call: `--state /tmp/amdkv-gen-state` keeps the trained model and every phase's run
+folder outside OUT; the next call with the same flags (sent at once, while the GPU machine is still
+warm and keeps /tmp) reuses the model and continues each phase where it stopped, and the table's
+"tasks done / selected (this call)" counts the folder's total. With `--total-s`, a phase still
+running 20 s before the end gets SIGTERM: `amdkv gen` then stops at once and writes its summary
+(2026-12-05: the model phase ran 108 s past its --max-wall on cold references of the large tasks,
+and the step's kill lost its table).
+
 What the GPU machine lacks (it has torch, triton, transformers, accelerate, tokenizers, httpx, rich,
 tqdm, click): `openai` (the client), `fastapi`/`starlette`/`uvicorn`/`pydantic` (transformers
 serve), `trl` (only its chat-template file, for the tiny tokenizer). Fetch them here with
@@ -39,6 +47,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -52,6 +61,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from report_files import write_report  # noqa: E402
 
 SERVE_WAIT_S = 120
+HARD_DEADLINE_RESERVE_S = 20.0  # after a phase's SIGTERM: its summary, the report, the server's stop
 
 
 def log(msg: str) -> None:
@@ -346,36 +356,50 @@ def parse_phases(text: str) -> dict[str, float]:
 
 
 def gen_phase(name: str, language: str, args: list[str], out: Path, env: dict[str, str], budget: float,
-              common: argparse.Namespace) -> dict[str, Any]:
-    run = out / name
+              common: argparse.Namespace, hard_deadline: float | None = None) -> dict[str, Any]:
+    """One `amdkv gen` phase, run in `common.state`'s folder when given (a later call resumes it) and
+    copied into OUT. Past `--max-wall` the run starts nothing new and finishes what is in flight;
+    at `hard_deadline` (time.monotonic(); the call's own limit less a reserve) it gets SIGTERM, stops
+    at once and still writes its summary (what it recorded is kept; the next call continues)."""
+    run = (Path(common.state) if common.state else out) / name
     cmd = [sys.executable, "-m", "amdkv.cli", "gen", language, "--tasks", common.tasks,
            *[a for t in common.task_ids for a in ("--task", t)], "--out", str(run), "--device", common.device,
            "--jobs", str(common.jobs), "--concurrency", str(common.concurrency), "--max-wall", str(budget),
            "--json", *args]
     log(f"phase {name}: {' '.join(cmd[3:])}")
     started = time.monotonic()
+    # replies in flight at --max-wall still finish (46 s past a 126-s budget on the H200; 108 s past a
+    # 212-s budget with cold references of the large tasks on the H100): generous, but never past the call
+    limit = budget + max(60.0, budget)
+    if hard_deadline is not None:
+        limit = max(10.0, min(limit, hard_deadline - started))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = None
     try:
-        # replies in flight at --max-wall still finish (46 s past a 126-s budget on the H200; longer on a
-        # CPU): a killed phase loses its summary, so the margin is generous
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget + max(60.0, budget))
-        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as exc:  # replies still in flight past --max-wall: the next phases still run
-        rc, stdout = None, ""
-        stderr = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        stderr += (f"\n[gen_gpu] phase {name} killed after {budget + max(60.0, budget):.0f} s (replies in "
-                   "flight past --max-wall)")
+        stdout, stderr = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        stopped = f"SIGTERM after {limit:.0f} s (work in flight past --max-wall; the next call continues it)"
+        proc.send_signal(signal.SIGTERM)
+        try:
+            stdout, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            stopped += "; killed 60 s later"
     wall = time.monotonic() - started
     try:
         summary = json.loads(stdout)
     except ValueError:
         summary = {"error": stderr[-2000:]}
+    if common.state:  # the phase's folder travels back with OUT (records, samples, summary)
+        shutil.copytree(run, out / name, dirs_exist_ok=True)
     (out / f"{name}.stderr.txt").write_text(stderr[-20000:])
-    log(f"phase {name}: rc={rc} in {wall:.0f} s")
-    return {"phase": name, "rc": rc, "wall_s": round(wall, 1), "summary": summary}
+    log(f"phase {name}: rc={proc.returncode} in {wall:.0f} s" + (f" ({stopped})" if stopped else ""))
+    return {"phase": name, "rc": proc.returncode, "wall_s": round(wall, 1), "stopped": stopped, "summary": summary}
 
 
 def table(phases: list[dict[str, Any]], platform: str) -> str:
-    head = ("| phase | model | tasks done / selected | trajectories | verifications | correct | tasks/min | "
+    head = ("| phase | model | tasks done / selected (this call) | trajectories | verifications | correct | tasks/min | "
             "completion tok/s | gen waited for verification | LLM slots idle while verifying | wall s |")
     rows = [head, "|" + "---|" * 11]
     for p in phases:
@@ -384,7 +408,8 @@ def table(phases: list[dict[str, Any]], platform: str) -> str:
             rows.append(f"| {p['phase']} | failed: {str(s.get('error'))[:80]} |" + " |" * 9)
             continue
         thr, act, tasks, out = s["throughput"], s["activity"], s["tasks"], s["outcomes"]
-        rows.append(f"| {p['phase']} | {s['run']['model'][-40:]} | {thr['tasks_finished_now']} / {tasks['selected']} | "
+        rows.append(f"| {p['phase']} | {s['run']['model'][-40:]} | {tasks['complete']} / {tasks['selected']} "
+                    f"({thr['tasks_finished_now']}) | "
                     f"{s['trajectories']['recorded']} | {thr['verifications']} | {out['correct']} | "
                     f"{thr['tasks_per_min']} | {thr['completion_tokens_per_s']} | "
                     f"{act.get('gen_waited_share', 0):.1%} | {act.get('slot_idle_share', 0):.1%} | {p['wall_s']} |")
@@ -417,6 +442,12 @@ def main() -> None:
                     help="the phases to run, in this order, each with its share of the phases' budget "
                          "(PHASE:SHARE,...; phases: model, replay, replay_hip). Without `model`, no model is "
                          "trained and no server started")
+    ap.add_argument("--state", default=None,
+                    help="a folder that outlives the call (e.g. /tmp/amdkv-gen-state on the GPU machine, which keeps "
+                         "/tmp while it stays warm between calls): the trained model and each phase's run folder live "
+                         "there, so the next call with the same flags reuses the model and continues every phase "
+                         "where it stopped (`amdkv gen` resumes; nothing is generated twice). Phase folders are "
+                         "copied into --out")
     common = ap.parse_args()
     common.phase_shares = parse_phases(common.phases)
     common.task_ids = [t for t in common.task_ids.split(",") if t]
@@ -445,10 +476,15 @@ def main() -> None:
     elif common.model:
         model_dir, report["model"] = common.model, {"model": common.model}
     else:
-        model_dir = str(Path("/tmp") / f"amdkv-gen-smoke-{os.getpid()}")
-        log(f"training the smoke model for {common.overfit_s} s")
-        report["model"] = overfit_smoke_model(Path(model_dir), common.tasks, common.task_ids, common.overfit_s,
-                                              common.device)
+        model_dir = str(Path(common.state) / "model" if common.state else Path("/tmp") / f"amdkv-gen-smoke-{os.getpid()}")
+        trained = Path(model_dir) / "amdkv_smoke_model.json"
+        if trained.is_file():  # a previous call of this state folder trained it
+            report["model"] = {**json.loads(trained.read_text()), "reused_from": model_dir}
+        else:
+            log(f"training the smoke model for {common.overfit_s} s")
+            report["model"] = overfit_smoke_model(Path(model_dir), common.tasks, common.task_ids, common.overfit_s,
+                                                  common.device)
+            trained.write_text(json.dumps(report["model"]))
         log(f"model: {report['model']}")
     port = free_port()
     server, which = None, "none (no model phase)"
@@ -467,6 +503,11 @@ def main() -> None:
         budget = max(30.0, 0.8 * (common.total_s - (time.monotonic() - t0)))
         log(f"phases share {budget:.0f} s of the {common.total_s:.0f} s total")
     split = common.phase_shares
+    # a phase still running here gets SIGTERM: the report is written after it, inside the call
+    hard_deadline = t0 + common.total_s - HARD_DEADLINE_RESERVE_S if common.total_s else None
+    if common.state:
+        report["state"] = {"folder": common.state, "continued": {n: (Path(common.state) / n / "summary.json").is_file()
+                                                                  for n in split}}
     report["phases"] = phases = []
 
     def run_phase(name: str, language: str, args: list[str]) -> None:
@@ -474,7 +515,7 @@ def main() -> None:
         numbers (the H200 call of 2026-12-04 lost every phase's table to a cut in the second)."""
         if sampler is not None:
             sampler.phase = name
-        phases.append(gen_phase(name, language, args, out, env, budget * split[name], common))
+        phases.append(gen_phase(name, language, args, out, env, budget * split[name], common, hard_deadline))
         report["wall_s"] = round(time.monotonic() - t0, 1)
         if sampler is not None:
             report["gpu_memory"] = sampler.summary()

@@ -153,3 +153,32 @@ def test_verifier_workers_carry_their_jobs_label(tmp_path: Path, monkeypatch: py
         verdict = verifier.verify(load_task(task_path("l1_relu")), Candidate(solution_path("l1_relu").read_text()))
     assert verdict.status == "ok"
     assert labels == ["reference l1_relu", "candidate l1_relu"]
+
+
+def test_a_phase_in_a_state_folder_continues_in_the_next_call(tmp_path: Path) -> None:
+    """`--state`: the phase's run folder lives outside the call's OUT, so a second call continues it
+    (only the task the first call did not select is generated now) and each call's OUT gets a copy.
+    Real `amdkv gen` (scripted replay) and the real CPU verifier."""
+    import argparse
+
+    from gen_support import env
+
+    state = tmp_path / "state"
+    replay = ["--llm", "replay", "--turns", "1", "--shots", "0"]
+
+    def call(n: int, task_ids: list[str]) -> dict:
+        common = argparse.Namespace(tasks="builtin:all", task_ids=task_ids, device="cpu", jobs=1, concurrency=2,
+                                    state=str(state))
+        out = tmp_path / f"out{n}"
+        out.mkdir()
+        phase = gen_gpu.gen_phase("replay", "triton", replay, out, env(), 300.0, common,
+                                  hard_deadline=time.monotonic() + 600)
+        assert phase["rc"] == 0 and phase["stopped"] is None, phase
+        assert (out / "replay" / "summary.json").is_file() and (out / "replay" / "records").is_dir()
+        return phase["summary"]
+
+    first = call(1, ["l1_relu"])
+    assert first["tasks"]["complete"] == 1 and first["trajectories"]["recorded_now"] == 1
+    second = call(2, ["l1_relu", "l1_silu"])
+    assert second["tasks"]["complete"] == 2 and second["trajectories"]["recorded_now"] == 1
+    assert "(1)" in gen_gpu.table([{"phase": "replay", "wall_s": 1.0, "summary": second}], "cpu")
