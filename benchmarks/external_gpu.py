@@ -168,6 +168,35 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def shard_tasks(spec: str, shard: tuple[int, int]) -> list[Any]:
+    """The suite's tasks of one shard, in the fixed order every call uses: smallest inputs first
+    (KernelBench's level 1 moves 8 MB to 17 GB per call, and a budget that ends the phase should cut
+    the largest problems, not a random set; input_bytes: kernelbench loader), every N-th from the I-th."""
+    from amdkv.tasks.suites import load_suite
+
+    tasks = sorted(load_suite(spec), key=lambda t: (t.metadata.get("input_bytes") or 0, t.id))
+    return tasks[shard[0]::shard[1]]
+
+
+def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int]) -> dict[str, Any]:
+    """`--amdkv-from`: the amdkv side of `key` as a finished call measured it (its external_gpu.json),
+    with the reference candidates rebuilt from the suite, so that this call runs only the harness
+    side (a call whose harness phase was cut keeps its amdkv verdicts; device time is scarce). The
+    same suite and shard or nothing: a mismatch is an error, not a silent mix."""
+    from amdkv.evaluation.reference_samples import reference_samples
+
+    entry = ((json.loads(previous.read_text()).get("benchmarks") or {}).get(key) or {}).get("amdkv")
+    if not entry:
+        raise SystemExit(f"--amdkv-from {previous}: no amdkv side of {key!r} in it")
+    wanted = f"{shard[0]}/{shard[1]}"
+    if entry.get("spec") != spec or entry.get("shard", "0/1") != wanted:
+        raise SystemExit(f"--amdkv-from {previous}: its {key} side is {entry.get('spec')} shard {entry.get('shard')}, "
+                         f"this call's is {spec} shard {wanted}: run with the same checkout paths and --shard")
+    lines, _ = reference_samples(shard_tasks(spec, shard))
+    return {**entry, "from_call": str(previous),
+            "reference_candidates": {x["task_id"]: x["samples"][0] for x in lines}}
+
+
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
                 timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
                 shard: tuple[int, int] = (0, 1), file_size_gib: float | None = None) -> dict[str, Any]:
@@ -179,13 +208,9 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     from amdkv.config import VerifierConfig
     from amdkv.evaluation import EvalSettings, run_eval
     from amdkv.evaluation.reference_samples import reference_samples
-    from amdkv.tasks.suites import load_suite
 
     t_load = time.monotonic()
-    # smallest inputs first: KernelBench's level 1 moves 8 MB to 17 GB per call, and a budget that ends
-    # the phase should cut the largest problems, not a random set (input_bytes: kernelbench loader)
-    tasks = sorted(load_suite(spec), key=lambda t: (t.metadata.get("input_bytes") or 0, t.id))
-    tasks = tasks[shard[0]::shard[1]]
+    tasks = shard_tasks(spec, shard)
     sizes = {t.id: t.metadata.get("input_bytes") for t in tasks}
     lines, missing = reference_samples(tasks)
     run_dir = work / f"run_{name}"
@@ -447,7 +472,9 @@ def markdown(report: dict[str, Any]) -> str:
                 + (f" (calls' shards {a['shard']})" if a.get("shard", "0/1") != "0/1" else "") + f", policy `{a['policy']}`, {a['trials']} seeded trial(s)"
                 + (f"; smallest inputs first, the largest verified {biggest / 1e9:.2f} GB per call" if biggest else ""),
                 f"- **amdkv**: {a['verified']} verified in {a['seconds']} s ({a['per_minute']} candidates/min); "
-                "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items()),
+                "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items())
+                + (f" (**from an earlier call**, {a['from_call']}: the two sides' times are not of one call)"
+                   if a.get("from_call") else ""),
                 "- **the benchmark's harness**: " + (h.get("unavailable") or (
                     f"{h['ran']} run before the call was cut (rebuilt from harness.jsonl; no phase time)"
                     if h.get("rebuilt_from") else
@@ -560,6 +587,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rerender", type=Path, nargs="+", default=None, metavar="EXTERNAL_GPU_JSON",
                     help="no run: recompute finished runs' comparisons and tables into --out (several: the "
                          "calls of different --shard values, merged)")
+    ap.add_argument("--amdkv-from", type=Path, default=None, metavar="EXTERNAL_GPU_JSON",
+                    help="take amdkv's side of each benchmark from a finished call's external_gpu.json (same "
+                         "checkout paths and --shard) and run only the harnesses: for a call whose harness phase "
+                         "was cut. The report then says the two sides' times come from different calls")
     ap.add_argument("--shard", default="0/1", metavar="I/N",
                     help="only every N-th task of each suite from the I-th (0-based), in the suite's fixed order: "
                          "run a suite over N calls, then merge them with --rerender")
@@ -629,13 +660,17 @@ def main(argv: list[str] | None = None) -> int:
     order = [k for k in args.only.split(",") if k]
     plan.sort(key=lambda entry: order.index(entry[0]))
     for key, spec, policy, harness_root in plan:
-        print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
-        amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
-                            jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
-                            timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3,
-                            reference_timeout=args.reference_timeout, shard=shard,
-                            file_size_gib=KB_CANDIDATE_FILE_GIB if key == "kb" else None)
-        (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
+        if args.amdkv_from:
+            print(f"== {key}: amdkv's side from {args.amdkv_from} ({spec}, shard {shard[0]}/{shard[1]})", flush=True)
+            amdkv = amdkv_from(args.amdkv_from, key, spec, shard)
+        else:
+            print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
+            amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
+                                jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
+                                timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3,
+                                reference_timeout=args.reference_timeout, shard=shard,
+                                file_size_gib=KB_CANDIDATE_FILE_GIB if key == "kb" else None)
+            (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
         print(slowest_tasks(amdkv), flush=True)
         # amdkv's verdicts (with each task's seconds) are kept even if the call ends in the harness phase

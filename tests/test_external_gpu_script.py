@@ -44,6 +44,21 @@ def test_script_on_cpu_writes_tables_and_json(tmp_path: Path) -> None:
     assert "## KernelBench level 1" in md and "## ROCmBench" in md and "candidates/min" in md
     assert "`test_tiny_fixture`: benchmark_test_fixture" in md
 
+    # `--amdkv-from`: a later call runs only the harness side and keeps this call's amdkv verdicts
+    args = ["--device", "cpu", "--only", "tbg", "--geak-eval", str(DATA / "rocm"), "--tritonbench",
+            str(DATA / "tritonbench"), "--tbg-source", "thunlp", "--amdkv-from", str(out / "external_gpu.json")]
+    again = subprocess.run([sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out", str(tmp_path / "again"),
+                            *args], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "amdkv's side from" in again.stdout and not (tmp_path / "again" / "tbg_metrics.json").exists()
+    taken = json.loads((tmp_path / "again" / "external_gpu.json").read_text())["benchmarks"]["tbg"]["amdkv"]
+    assert taken["tasks"] == tbg["amdkv"]["tasks"] and taken["from_call"] == str(out / "external_gpu.json")
+    assert "from an earlier call" in (tmp_path / "again" / "external_gpu.md").read_text()
+    other_shard = subprocess.run([sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out",
+                                  str(tmp_path / "bad"), *args, "--shard", "1/2"], capture_output=True, text=True,
+                                 timeout=600, cwd=tmp_path)
+    assert other_shard.returncode != 0 and "shard 1/2" in other_shard.stderr and "same checkout paths" in other_shard.stderr
+
 
 def test_harness_runner_budget_timeout_and_comparison(tmp_path: Path) -> None:
     mod = _script()
