@@ -71,12 +71,13 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
 
 # `phase:OPTION` -> the settings it turns off (to "0") for that phase, for before/after on the same
 # candidates in one run: `base` = session 7's worker speed-ups (blocking CUDA syncs, the prebuilt
-# Triton driver helper, which is off by default since session 12: docs/gpu.md); `hostinputs` = session 9's device-resident trial inputs
+# Triton driver helper); `noseed` = the prebuilt helper alone (on by default again since session 18:
+# docs/gpu.md); `hostinputs` = session 9's device-resident trial inputs
 SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
+                "noseed": ("AMDKV_SEED_TRITON_STUBS",),
                 "hostinputs": ("AMDKV_RESIDENT_INPUTS",)}
-# `phase:seed` turns on what is off by default and waits for its GPU run: the parent-built Triton driver
-# helper copied into each spare (~0.4 host CPU-s per spare in session 7; off since session 12's crashes,
-# whose cause session 13 found and fixed: docs/gpu.md, Known gaps)
+# `phase:seed` turns the prebuilt Triton driver helper on whatever the caller's environment says (it was
+# off by default from session 12's crashes to session 18's green probe: docs/gpu.md, Known gaps)
 SWITCHED_ON = {"seed": ("AMDKV_SEED_TRITON_STUBS",)}
 
 
@@ -247,7 +248,8 @@ def main() -> int:
                     help="comma-separated, in order, from: cold, prime, warm, warm_2gpu, each optionally with "
                          ":tN (torch threads per worker process, AMDKV_WORKER_THREADS=N), :hostinputs (session 9's device-resident "
                          "trial inputs off: AMDKV_RESIDENT_INPUTS=0), :base (session 7's worker speed-ups off: "
-                         "blocking sync, prebuilt Triton driver helper), :seed (the prebuilt helper on: AMDKV_SEED_TRITON_STUBS=1) "
+                         "blocking sync, prebuilt Triton driver helper), :noseed / :seed (the prebuilt helper off / on: "
+                         "AMDKV_SEED_TRITON_STUBS=0/1) "
                          "and/or :jN (N jobs per GPU "
                          "and 2N spares instead of --jobs; warm:j12 against warm_2gpu tells a host-wide limit "
                          "from a per-GPU one). `prime` verifies one "
@@ -264,7 +266,7 @@ def main() -> int:
                       for o in p.split(":")[1:])]
     if unknown:
         print(f"unknown phase(s) {unknown}; use cold, prime, warm, warm_2gpu, each optionally with "
-              ":tN (torch threads per worker), :jN (jobs per GPU), :base, :hostinputs and/or :seed", file=sys.stderr)
+              ":tN (torch threads per worker), :jN (jobs per GPU), :base, :noseed, :hostinputs and/or :seed", file=sys.stderr)
         return 2
 
     import torch

@@ -16,6 +16,8 @@ def test_phase_options_switch_settings_off_and_on() -> None:
     assert tp.phase_environment(["seed"]) == {"AMDKV_BLOCKING_SYNC": None, "AMDKV_SEED_TRITON_STUBS": "1",
                                               "AMDKV_RESIDENT_INPUTS": None}
     assert tp.phase_environment(["hostinputs"])["AMDKV_RESIDENT_INPUTS"] == "0"
+    assert tp.phase_environment(["noseed"]) == {"AMDKV_BLOCKING_SYNC": None, "AMDKV_SEED_TRITON_STUBS": "0",
+                                                "AMDKV_RESIDENT_INPUTS": None}
 
 
 def test_unphased_time_is_per_candidate_and_leaves_out_what_is_not_a_job_phase() -> None:
