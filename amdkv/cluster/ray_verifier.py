@@ -55,7 +55,7 @@ from typing import Any
 from amdkv.cluster.options import RAY_EXTRA_HINT
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import AmdkvError, BadInputError, InfrastructureError
-from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, BaseVerifier, as_task, deadline_passed
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, VERIFIER_CLOSED, BaseVerifier, as_task, deadline_passed
 from amdkv.verify.candidate import Candidate, as_candidate
 from amdkv.verify.platform import PlatformInfo
 from amdkv.verify.verdict import Verdict, infra_error_verdict
@@ -274,7 +274,7 @@ class RayVerifier(BaseVerifier):
             self._closed = True
             while self._queue:
                 item = self._queue.popleft()
-                self._resolve(item, self._infra(item, "the verifier was closed", "verifier_closed"))
+                self._resolve(item, self._infra(item, "the verifier was closed", VERIFIER_CLOSED))
             while any(n.in_flight for n in self._nodes):
                 self._cond.wait(timeout=1.0)
         self._answers.put(None)

@@ -152,10 +152,12 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
                                            functional_verifier=functional_verifier)
                     result = pipeline.run(work)
             finally:
+                # stopped by a signal: work in flight is not waited for (BaseVerifier.cancel)
+                interrupted = result.stopped == "interrupted"
                 if own_verifier:
-                    verifier.close()
+                    verifier.cancel() if interrupted else verifier.close()
                 if own_functional:
-                    functional_verifier.close()
+                    functional_verifier.cancel() if interrupted else functional_verifier.close()
         platform = getattr(getattr(verifier, "platform", None), "name", None)
         write_samples_file(out / "samples.jsonl", records.dicts(TRAJECTORY), run_key)
         summary = build_summary(settings, run_key, tasks, records.dicts(TRAJECTORY), result, client.stats.to_dict(),

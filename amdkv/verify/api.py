@@ -104,6 +104,12 @@ class BaseVerifier(abc.ABC):
     def close(self) -> None:
         """Release processes, threads and temp files."""
 
+    def cancel(self) -> None:
+        """Stop now and release everything, without waiting for work in flight: what it returns is
+        `infra_error` / `verifier_closed`, never a candidate's verdict (`amdkv gen` on SIGTERM).
+        Verifiers that cannot stop their running work any faster close as `close()` does."""
+        self.close()
+
     def __enter__(self) -> "BaseVerifier":
         return self
 
@@ -290,6 +296,8 @@ class LocalVerifier(BaseVerifier):
 # running then. Not a failure of the candidate or the machine, so callers (gen's wall budget, eval's
 # budget) leave such work for a re-run.
 NOT_STARTED_BEFORE_DEADLINE = "not_started_before_deadline"
+# `infra_error` reason of work the verifier's own close() or cancel() ended (queued, or running when cancelled)
+VERIFIER_CLOSED = "verifier_closed"
 DEADLINE_EXCEEDED = "deadline_exceeded"
 DEADLINE_REASONS = (NOT_STARTED_BEFORE_DEADLINE, DEADLINE_EXCEEDED)
 

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from amdkv.config import VerifierConfig
 from amdkv.verify.gpu_memory import default_gpu_mem_fraction
@@ -340,6 +340,39 @@ class Spare:
     def cleanup(self) -> None:
         self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class BusySpares:
+    """The spares a verifier's jobs are using right now (candidate and reference workers), so that
+    `cancel()` can kill them at once. Once cancelled, no spare may start a job any more: a job's
+    retry after the kill (a reference worker killed by a signal is retried) fails instead."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spares: set[Spare] = set()
+        self.cancelled = False
+
+    @contextlib.contextmanager
+    def using(self, spare: Spare) -> Iterator[Spare]:
+        with self._lock:
+            if self.cancelled:
+                raise InfrastructureError("the verifier was cancelled", hint="open a new verifier")
+            self._spares.add(spare)
+        try:
+            yield spare
+        finally:
+            with self._lock:
+                self._spares.discard(spare)
+
+    def cancel(self) -> int:
+        """Kill every busy spare's process group (not waiting for the exits: each job's thread sees
+        its worker gone and unwinds); returns how many were killed."""
+        with self._lock:
+            self.cancelled = True
+            spares = list(self._spares)
+        for spare in spares:
+            spare.proc.kill()
+        return len(spares)
 
 
 class SparePool:

@@ -87,7 +87,7 @@ def _reference_lock(key: tuple) -> threading.Lock:
 
 class ReferencesMixin:
     """The reference half of `Verifier` (uses its `config`, `platform`, `trials`, `timeout`,
-    `time_performance`, `compile_baseline`, `_device_desc`, `_gpu_spec`, `reference_runs`)."""
+    `time_performance`, `compile_baseline`, `_device_desc`, `_gpu_spec`, `reference_runs`, `_busy`)."""
 
     @property
     def reference_timeout_s(self) -> float:
@@ -104,7 +104,10 @@ class ReferencesMixin:
         Several candidates of one task are often verified at once (an eval's samples are adjacent):
         they wait for one reference computation instead of each starting their own.
         """
-        lock_key = (task.source_hash, self._device_desc, self.trials, self.time_performance, self.compile_baseline)
+        # the reference timeout is part of the key: a failure remembered as "timed out" under one limit is
+        # not the answer under a longer one (a second Verifier of this process with its own setting)
+        lock_key = (task.source_hash, self._device_desc, self.trials, self.time_performance, self.compile_baseline,
+                    self.reference_timeout_s)
         with _reference_lock(lock_key):
             failed = _REFERENCE_FAILURES.get(lock_key)
             if failed is not None:  # computed (and failed) for an earlier candidate of this task
@@ -117,7 +120,8 @@ class ReferencesMixin:
                 # Only a benchmark's own reference kernel that cannot run on this platform is
                 # remembered; a PyTorch reference that failed (overload, a timeout) is retried by the
                 # next candidate, or a long-running service would refuse that task forever.
-                if task.metadata.get("reference_failure") == "unverifiable":
+                # (and never one that cancel() killed: the next Verifier of this process would inherit it)
+                if task.metadata.get("reference_failure") == "unverifiable" and not self._busy.cancelled:
                     _REFERENCE_FAILURES[lock_key] = (str(exc), exc.timed_out)
                 raise
 
@@ -272,7 +276,8 @@ class ReferencesMixin:
         try:
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
-            proc = spare.run(job, timeout=self.reference_timeout_s, label=f"reference {task.id}")
+            with self._busy.using(spare):  # cancel() kills it (and refuses the retry that would follow)
+                proc = spare.run(job, timeout=self.reference_timeout_s, label=f"reference {task.id}")
             if proc.timed_out or not os.path.isfile(report_path):
                 failed = ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "

@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import AmdkvError
-from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, VERIFIER_CLOSED, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.verdict import INFRA_ERROR, RUNTIME_ERROR, TIMEOUT, Verdict
 
@@ -174,6 +174,7 @@ class MultiGpuScheduler(LocalVerifier):
         self._queue: collections.deque[_Item] = collections.deque()
         self._threads: list[threading.Thread] = []
         self._stopping = False
+        self._cancelled = False
 
     # ------------------------------------------------------------------ lifecycle
     def _close_gpus(self) -> None:
@@ -182,17 +183,31 @@ class MultiGpuScheduler(LocalVerifier):
                 g.verifier.close()
 
     def close(self) -> None:
+        self._stop_queue()
+        for t in self._threads:
+            t.join()
+        self._close_gpus()
+        super().close()
+
+    def cancel(self) -> None:
+        """Stop now (BaseVerifier.cancel): the queue ends `verifier_closed`, each GPU's verifier is
+        cancelled (its running workers killed), and the GPU threads are not waited for: what they
+        still return is `verifier_closed` too."""
+        self._cancelled = True
+        self._stop_queue()
+        for g in list(self._gpus.values()):
+            with contextlib.suppress(Exception):  # cancelling the other GPUs' verifiers matters more
+                getattr(g.verifier, "cancel", g.verifier.close)()
+        super().close()
+
+    def _stop_queue(self) -> None:
         with self._cond:
             self._stopping = True
             while self._queue:  # nothing will run them any more: the harness's fault, never the candidate's
                 item = self._queue.popleft()
                 self._resolve(item, self.infra_verdict(item.task, item.candidate, "the verifier was closed",
-                                                      reason="verifier_closed"))
+                                                      reason=VERIFIER_CLOSED))
             self._cond.notify_all()
-        for t in self._threads:
-            t.join()
-        self._close_gpus()
-        super().close()
 
     @property
     def gpus(self) -> list[int]:
@@ -298,6 +313,12 @@ class MultiGpuScheduler(LocalVerifier):
                 verdict = g.verifier.verify_now(item.task, item.candidate)
             except Exception as exc:  # noqa: BLE001 - a bug in one verify must not stop the GPU's thread
                 verdict = self.infra_verdict(item.task, item.candidate, exc)
+            if self._cancelled:  # its worker was killed by cancel(): not the candidate's verdict, no health check
+                with self._cond:
+                    g.running -= 1
+                    self._resolve(item, self.infra_verdict(item.task, item.candidate, "the verifier was cancelled "
+                                                           "while this ran", reason=VERIFIER_CLOSED))
+                continue
             elapsed = time.monotonic() - t0
             suspect = gpu_suspect(verdict)
             item.history.append({"gpu": g.index, "status": verdict.status, "reason": verdict.reason,

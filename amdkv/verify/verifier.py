@@ -28,7 +28,7 @@ from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify import fork_server, os_sandbox, static_checks
-from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, VERIFIER_CLOSED, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
@@ -36,7 +36,7 @@ from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 from amdkv.verify.judging import (POLICY_EXEMPT_DYNAMIC, RUNTIME_ERROR_FINDINGS, JudgingMixin,  # noqa: F401
                                   _same_bits, judge_slots, load_tensor_file)
 from amdkv.verify.platform import PlatformInfo, detect_platform
-from amdkv.verify.pool import Spare, SparePool
+from amdkv.verify.pool import BusySpares, Spare, SparePool
 from amdkv.verify.program import (allowed_imports, candidate_part, program_findings, program_spec,
                                   program_text, trusted_first_line)
 from amdkv.verify.references import (BASE_SEED, INIT_SEED, REFERENCE_TIMEOUT, ReferenceFailed,  # noqa: F401
@@ -120,6 +120,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         self._gpu_spec = spec_for_device_name(self.device_description) if platform.can_time else None
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._busy = BusySpares()  # the workers running now, for cancel()
 
     # ---------------------------------------------------------------------------- settings
     @property
@@ -148,12 +149,38 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
 
     # ---------------------------------------------------------------------------- lifecycle
     def close(self) -> None:
+        self._stop_executor(wait=True)
+        self.pool.close()
+        super().close()
+
+    def _stop_executor(self, wait: bool) -> None:
+        """No new run starts on this verifier's threads; `wait`: until the queued and running ones end.
+        Queued work is never cancelled (a cancelled future has no verdict): after cancel() each run
+        sees the cancellation at its start (_run) and returns `verifier_closed` at once."""
         with self._executor_lock:
             executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=False)
+            executor.shutdown(wait=wait, cancel_futures=False)
+
+    def cancel(self) -> None:
+        """Stop now (BaseVerifier.cancel): queued work is cancelled, the candidate and reference
+        workers running are killed, and nothing waits for them. What the killed work's threads
+        still return is `infra_error` / `verifier_closed`, so no verdict of a killed worker reaches
+        the verdict cache or a caller as the candidate's. HIP builds in flight (compiler processes)
+        run to their end in the background."""
+        self._busy.cancel()
+        self._stop_executor(wait=False)
         self.pool.close()
         super().close()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._busy.cancelled
+
+    def closed_verdict(self, task: Task, candidate: Candidate) -> Verdict:
+        """What work that ran while the verifier was cancelled returns instead of its own verdict."""
+        return self.infra_verdict(task, candidate, "the verifier was cancelled while this ran",
+                                  reason=VERIFIER_CLOSED)
 
     def _env(self) -> dict[str, Any]:
         from amdkv.env import collect_env
@@ -178,13 +205,16 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         return self._run(task, candidate, None)
 
     def _run(self, task: Task, candidate: Candidate, deadline: float | None) -> Verdict:
+        if self.cancelled:
+            return self.closed_verdict(task, candidate)
         if deadline_passed(deadline):
             return self.infra_verdict(task, candidate, "not started before the caller's deadline",
                                       reason=NOT_STARTED_BEFORE_DEADLINE)
         try:
-            return self.verify_now(task, candidate)
+            verdict = self.verify_now(task, candidate)
         except Exception as exc:  # noqa: BLE001 - a harness bug is an infra_error, never the candidate's
-            return self.infra_verdict(task, candidate, exc)
+            verdict = self.infra_verdict(task, candidate, exc)
+        return self.closed_verdict(task, candidate) if self.cancelled else verdict
 
     def verify_now(self, task: Task, candidate: Candidate) -> Verdict:
         """Verify in the calling thread, without the cache (the scheduler's GPU threads call this)."""
@@ -303,7 +333,8 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             if check_references is not None and check_references(refs):
                 return False, None
             t0 = time.monotonic()
-            report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra_job)
+            with self._busy.using(spare):
+                report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra_job)
             v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
         finally:
             spare.cleanup()
