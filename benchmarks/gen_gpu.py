@@ -61,6 +61,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from report_files import write_report  # noqa: E402
 
 SERVE_WAIT_S = 120
+# the trained model's folder in --state, beside the phases' run folders (named by phase: a model
+# under `state/model` was the model phase's run folder, and `amdkv gen` refused it; CPU try, 2026-12-05)
+STATE_MODEL_DIR = "smoke-model"
 HARD_DEADLINE_RESERVE_S = 20.0  # after a phase's SIGTERM: its summary, the report, the server's stop
 
 
@@ -476,14 +479,18 @@ def main() -> None:
     elif common.model:
         model_dir, report["model"] = common.model, {"model": common.model}
     else:
-        model_dir = str(Path(common.state) / "model" if common.state else Path("/tmp") / f"amdkv-gen-smoke-{os.getpid()}")
+        model_dir = str(Path(common.state) / STATE_MODEL_DIR if common.state else
+                        Path("/tmp") / f"amdkv-gen-smoke-{os.getpid()}")
         trained = Path(model_dir) / "amdkv_smoke_model.json"
-        if trained.is_file():  # a previous call of this state folder trained it
-            report["model"] = {**json.loads(trained.read_text()), "reused_from": model_dir}
+        trained_for = {"tasks_spec": common.tasks, "task_ids": common.task_ids}
+        earlier = json.loads(trained.read_text()) if trained.is_file() else {}
+        if earlier.get("trained_for") == trained_for:  # a previous call of this state folder trained it
+            report["model"] = {**earlier, "reused_from": model_dir}
         else:
             log(f"training the smoke model for {common.overfit_s} s")
             report["model"] = overfit_smoke_model(Path(model_dir), common.tasks, common.task_ids, common.overfit_s,
                                                   common.device)
+            report["model"]["trained_for"] = trained_for
             trained.write_text(json.dumps(report["model"]))
         log(f"model: {report['model']}")
     port = free_port()

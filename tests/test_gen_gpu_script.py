@@ -177,6 +177,7 @@ def test_a_phase_in_a_state_folder_continues_in_the_next_call(tmp_path: Path) ->
         assert (out / "replay" / "summary.json").is_file() and (out / "replay" / "records").is_dir()
         return phase["summary"]
 
+    assert gen_gpu.STATE_MODEL_DIR not in gen_gpu.PHASES  # the model's folder is no phase's run folder
     first = call(1, ["l1_relu"])
     assert first["tasks"]["complete"] == 1 and first["trajectories"]["recorded_now"] == 1
     second = call(2, ["l1_relu", "l1_silu"])
