@@ -414,8 +414,11 @@ def eval_cmd(ctx: click.Context, suite: str | None, samples_file: str | None, ou
         allow_partial=allow_partial, bootstrap=bootstrap, seed=seed, policy=policy,
         benchmark_verdicts=benchmark_verdicts, model_name=model_name, verifier_url=verifier_url,
         verifier_token=verifier_token, ray_address=ray_address,
-        config=VerifierConfig.from_env(**_cache_setting(verdict_cache)))
-    outcome = evaluation.run_eval(settings, progress=not as_json)
+        config=VerifierConfig.from_env(**_cache_setting(verdict_cache)), stop=threading.Event())
+    from amdkv.signals import stop_on_signals
+
+    with stop_on_signals(settings.stop, "amdkv eval"):
+        outcome = evaluation.run_eval(settings, progress=not as_json)
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
     else:

@@ -26,6 +26,7 @@ from amdkv.evaluation.benchmarks import benchmark_of, benchmark_report
 from amdkv.evaluation.model_index import model_index
 from amdkv.evaluation.results import RESULTS_SCHEMA_VERSION, ResultsFile, fingerprint, record_key
 from amdkv.evaluation.samples import TaskSamples, check_k, parse_samples_file, sample_hash
+from amdkv.signals import cancel_on_stop
 from amdkv.tasks.types import Task
 
 METRICS_FILE = "metrics.json"
@@ -64,6 +65,8 @@ class EvalSettings:
     benchmark_verdicts: bool | None = None  # also verify under the benchmark's own rule (None: for external suites)
     model_name: str | None = None      # names the model in model_index.json (default: the samples file's stem)
     deadline: float | None = None      # time.monotonic(): samples not started by then end infra_error (re-run retries)
+    stop: threading.Event | None = None  # once set (amdkv eval on SIGTERM/SIGINT): the verifier is cancelled, what
+    #                                      was not finished ends infra_error / verifier_closed (a re-run verifies it)
 
     def verifier_config(self, policy: str | None = None) -> Any:
         from amdkv.config import resolve_config
@@ -259,6 +262,8 @@ def run_eval(settings: EvalSettings, *, progress: bool = True,
     bench_done: dict[tuple[str, int], dict[str, Any]] | None = None
     bench_note = None
     want_bench = settings.benchmark_verdicts if settings.benchmark_verdicts is not None else info is not None
+    if settings.stop is not None and settings.stop.is_set():
+        want_bench = False  # stopped by a signal: score what is finished; a re-run does the second pass
     if want_bench and settings.verifier_url:
         bench_note = ("the verification service judges with its own policy; the benchmark's own verdicts need "
                       "local verification (run without verifier_url)")
@@ -370,7 +375,7 @@ def _verify_jobs(todo: list[_Job], done: dict[tuple[str, int], dict[str, Any]], 
 
     try:
         # One Verifier, a scheduler over every visible GPU (one per GPU, health-checked), or a service.
-        with store, source.open() as verifier:
+        with store, source.open() as verifier, cancel_on_stop(settings.stop, verifier):
             verifier.verify_many([(j.task, str(j.path)) for j in todo], on_result=on_result,
                                  deadline=settings.deadline)
     finally:

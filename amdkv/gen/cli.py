@@ -112,7 +112,8 @@ def _run(language: str, o: dict[str, Any]) -> None:
     from amdkv.gen.llm import SamplingParams
     from amdkv.gen.pipeline import PipelineSettings
     from amdkv.gen.retry import RetryPolicy
-    from amdkv.gen.run import GenSettings, run_gen, stop_on_signals
+    from amdkv.gen.run import GenSettings, run_gen
+    from amdkv.signals import stop_on_signals
     from amdkv.prompts import PromptConfig
 
     check_one_verifier_source(o["verifier_url"], o["ray_address"])
@@ -146,7 +147,7 @@ def _run(language: str, o: dict[str, Any]) -> None:
                            verifier=VerifierConfig.from_env(device=o["device"], jobs=o["jobs"], **cache),
                            verifier_url=o["verifier_url"], verifier_token=o["verifier_token"],
                            ray_address=o["ray_address"])
-    with stop_on_signals(stop):
+    with stop_on_signals(stop, "amdkv gen"):
         outcome = run_gen(settings, progress=not o["as_json"])
     if o["as_json"]:
         click.echo(json.dumps(outcome.summary, indent=2, default=str))

@@ -23,18 +23,15 @@ trajectories is refused (use another folder); more `--samples` or more tasks ext
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
 import os
-import signal
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from amdkv.config import VerifierConfig
 from amdkv.data.records import TRAJECTORY, Record, work_key
@@ -173,34 +170,6 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
                 if k.split(":")[-1] in INFRA_REASONS or k.startswith("not_started") or k == "interrupted")
     return GenOutcome(summary, EXIT_INFRA if infra else EXIT_OK)
 
-
-@contextlib.contextmanager
-def stop_on_signals(stop: threading.Event, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
-    """While inside: the first SIGINT or SIGTERM sets `stop` (the pipeline then ends at once and the
-    run writes its samples and summary over what it recorded; a re-run continues), a second one
-    acts as it would have without this (Ctrl-C twice still kills). Main thread only (Python's rule
-    for signal handlers); elsewhere it does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in signals}
-
-    def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():  # the second signal: what it would have done
-            signal.signal(signum, previous[signum])
-            signal.raise_signal(signum)
-            return
-        stop.set()
-        print(f"amdkv gen: {signal.Signals(signum).name}: stopping; what is recorded is kept, a re-run continues "
-              "(send it again to stop at once)", file=sys.stderr, flush=True)
-
-    for sig in signals:
-        signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def select_tasks(settings: GenSettings) -> list[Any]:

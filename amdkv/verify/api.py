@@ -88,10 +88,17 @@ class BaseVerifier(abc.ABC):
         pairs = list(pairs)
         prepared = [self._prepare(t, c) for t, c in pairs]
         futures = [self._submit_prepared(p, deadline) for p in prepared]
+        called: list[Future[None]] = []
         if on_result is not None:
             for (task, cand), fut in zip(pairs, futures):
-                fut.add_done_callback(_callback(on_result, task, cand))
-        return [f.result() for f in futures]
+                called.append(Future())
+                fut.add_done_callback(_callback(on_result, task, cand, called[-1]))
+        verdicts = [f.result() for f in futures]
+        # a future's waiters wake before its callbacks run: without this, a caller that reads what
+        # `on_result` stored could run ahead of the last callback (seen when cancel() ended a run)
+        for c in called:
+            c.result()
+        return verdicts
 
     # Subclasses that can read arguments ahead override these two; the default is submit().
     def _prepare(self, task: TaskArg, candidate: CandidateArg) -> Any:
@@ -117,12 +124,15 @@ class BaseVerifier(abc.ABC):
         self.close()
 
 
-def _callback(on_result: OnResult, task: Any, cand: Any) -> Callable[["Future[Verdict]"], None]:
+def _callback(on_result: OnResult, task: Any, cand: Any, called: "Future[None]") -> Callable[["Future[Verdict]"], None]:
     def done(fut: "Future[Verdict]") -> None:
-        if fut.cancelled() or fut.exception() is not None:
-            return
-        with contextlib.suppress(Exception):  # a progress callback must never lose a verdict
-            on_result(task, cand, fut.result())
+        try:
+            if fut.cancelled() or fut.exception() is not None:
+                return
+            with contextlib.suppress(Exception):  # a progress callback must never lose a verdict
+                on_result(task, cand, fut.result())
+        finally:
+            called.set_result(None)
     return done
 
 
