@@ -416,7 +416,12 @@ def table(phases: list[dict[str, Any]], platform: str) -> str:
                     f"{s['trajectories']['recorded']} | {thr['verifications']} | {out['correct']} | "
                     f"{thr['tasks_per_min']} | {thr['completion_tokens_per_s']} | "
                     f"{act.get('gen_waited_share', 0):.1%} | {act.get('slot_idle_share', 0):.1%} | {p['wall_s']} |")
-    return f"Platform: {platform} (verdicts say so; NVIDIA timings are not AMD numbers)\n\n" + "\n".join(rows) + "\n"
+    # why a phase's numbers are partial: its own stop reason (wall_budget, interrupted, ...) and the SIGTERM
+    notes = [f"- {p['phase']}: stopped early ({p['summary'].get('stopped')}"
+             + (f"; {p['stopped']}" if p.get("stopped") else "") + "); a later call with --state continues it"
+             for p in phases if "run" in p["summary"] and (p["summary"].get("stopped") or p.get("stopped"))]
+    return (f"Platform: {platform} (verdicts say so; NVIDIA timings are not AMD numbers)\n\n" + "\n".join(rows) + "\n"
+            + ("\n" + "\n".join(notes) + "\n" if notes else ""))
 
 
 def main() -> None:

@@ -183,3 +183,6 @@ def test_a_phase_in_a_state_folder_continues_in_the_next_call(tmp_path: Path) ->
     second = call(2, ["l1_relu", "l1_silu"])
     assert second["tasks"]["complete"] == 2 and second["trajectories"]["recorded_now"] == 1
     assert "(1)" in gen_gpu.table([{"phase": "replay", "wall_s": 1.0, "summary": second}], "cpu")
+    assert "stopped early" not in gen_gpu.table([{"phase": "replay", "wall_s": 1.0, "summary": second}], "cpu")
+    cut = {"phase": "replay", "wall_s": 1.0, "stopped": "SIGTERM after 300 s", "summary": {**second, "stopped": "interrupted"}}
+    assert "- replay: stopped early (interrupted; SIGTERM after 300 s)" in gen_gpu.table([cut], "cpu")
