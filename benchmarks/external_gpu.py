@@ -193,8 +193,12 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int]) -> d
         raise SystemExit(f"--amdkv-from {previous}: its {key} side is {entry.get('spec')} shard {entry.get('shard')}, "
                          f"this call's is {spec} shard {wanted}: run with the same checkout paths and --shard")
     lines, _ = reference_samples(shard_tasks(spec, shard))
-    return {**entry, "from_call": str(previous),
-            "reference_candidates": {x["task_id"]: x["samples"][0] for x in lines}}
+    return {**entry, "from_call": str(previous), "reference_candidates": candidates_by_task(lines)}
+
+
+def candidates_by_task(lines: list[dict[str, Any]]) -> dict[str, str]:
+    """Each task's reference candidate, from `reference_samples`' samples-file lines."""
+    return {x["task_id"]: x["samples"][0] for x in lines}
 
 
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
@@ -247,7 +251,7 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
             "trials": trials, "shard": f"{shard[0]}/{shard[1]}",
             "tasks": {tid: {**_verdict_row(v), "input_bytes": sizes.get(tid)}
                                         for tid, v in by_task.items()},
-            "reference_candidates": {x["task_id"]: x["samples"][0] for x in lines},
+            "reference_candidates": candidates_by_task(lines),
             "metrics": outcome.metrics}
 
 

@@ -122,7 +122,7 @@ def test_continuous_batching_gets_a_kv_cache_cap_from_the_real_cli() -> None:
     `serve` has the flag (read from its real --help), and keeps a cap or a non-CB setting the user gave."""
     exe = Path(sys.executable).parent / "transformers"
     if not exe.exists():
-        pytest.skip("no `transformers` command beside this Python")
+        pytest.skip("no `transformers` CLI beside this Python (it comes with the transformers package; this test reads that CLI's real --help, so there is nothing to check without it)")
     env = dict(os.environ)
     capped = gen_gpu.kv_cache_cap(str(exe), ["--continuous-batching"], env)
     assert capped == ["--continuous-batching", "--cb-max-memory-percent", str(gen_gpu.KV_CACHE_SHARE)]

@@ -171,7 +171,6 @@ def run_gen(settings: GenSettings, *, client: Any = None, verifier: Any = None, 
     return GenOutcome(summary, EXIT_INFRA if infra else EXIT_OK)
 
 
-
 def select_tasks(settings: GenSettings) -> list[Any]:
     from amdkv.tasks.suites import load_suite, select_ids
 

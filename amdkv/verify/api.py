@@ -273,6 +273,11 @@ class LocalVerifier(BaseVerifier):
         return self._identity
 
     # ------------------------------------------------------------------ helpers for subclasses
+    def closed_verdict(self, task: Any, candidate: Candidate | None) -> Verdict:
+        """What work that ran while the verifier was cancelled returns instead of its own verdict
+        (its worker was killed: never the candidate's verdict)."""
+        return self.infra_verdict(task, candidate, "the verifier was cancelled while this ran", reason=VERIFIER_CLOSED)
+
     def infra_verdict(self, task: Any, candidate: Candidate | None, exc: BaseException | str,
                       reason: str = "harness_failure") -> Verdict:
         """The one way a local verifier reports its own failure: infra_error, never a candidate fault."""

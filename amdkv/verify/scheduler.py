@@ -316,8 +316,7 @@ class MultiGpuScheduler(LocalVerifier):
             if self._cancelled:  # its worker was killed by cancel(): not the candidate's verdict, no health check
                 with self._cond:
                     g.running -= 1
-                    self._resolve(item, self.infra_verdict(item.task, item.candidate, "the verifier was cancelled "
-                                                           "while this ran", reason=VERIFIER_CLOSED))
+                    self._resolve(item, self.closed_verdict(item.task, item.candidate))
                 continue
             elapsed = time.monotonic() - t0
             suspect = gpu_suspect(verdict)

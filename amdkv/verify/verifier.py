@@ -28,7 +28,7 @@ from amdkv.config import VerifierConfig, resolve_config
 from amdkv.errors import InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify import fork_server, os_sandbox, static_checks
-from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, VERIFIER_CLOSED, LocalVerifier, deadline_passed
+from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
@@ -163,8 +163,8 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             executor.shutdown(wait=wait, cancel_futures=False)
 
     def cancel(self) -> None:
-        """Stop now (BaseVerifier.cancel): queued work is cancelled, the candidate and reference
-        workers running are killed, and nothing waits for them. What the killed work's threads
+        """Stop now (BaseVerifier.cancel): queued work ends `verifier_closed` as it is reached, the
+        candidate and reference workers running are killed, and nothing waits for them. What the killed work's threads
         still return is `infra_error` / `verifier_closed`, so no verdict of a killed worker reaches
         the verdict cache or a caller as the candidate's. HIP builds in flight (compiler processes)
         run to their end in the background."""
@@ -176,11 +176,6 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
     @property
     def cancelled(self) -> bool:
         return self._busy.cancelled
-
-    def closed_verdict(self, task: Task, candidate: Candidate) -> Verdict:
-        """What work that ran while the verifier was cancelled returns instead of its own verdict."""
-        return self.infra_verdict(task, candidate, "the verifier was cancelled while this ran",
-                                  reason=VERIFIER_CLOSED)
 
     def _env(self) -> dict[str, Any]:
         from amdkv.env import collect_env
