@@ -40,7 +40,8 @@ def _candidate_job(backend: BackendJobPart | None = None) -> CandidateJob:
 def _reference_job() -> ReferenceJob:
     return ReferenceJob(task_path="/t/task.py", device="cuda:0", report_path="/w/r.json", cases=[
         ReferenceCaseJob(name="big", seeds=[1234], init_seed=42, inputs_file="/c/inputs.pt",
-                         expected_file="/c/expected.pt", golden=True, time=True, flush_bytes=2 << 20,
+                         expected_file="/c/expected.pt", golden=True, golden_oom_fallback=False, time=True,
+                         flush_bytes=2 << 20,
                          compile_baseline=True)])
 
 

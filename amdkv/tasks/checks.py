@@ -50,7 +50,9 @@ def _job(task: Task, case_names: list[str], seeds: list[int], init_seed: int, wo
          golden: bool) -> ReferenceJob:
     from amdkv.verify.worker_protocol import ReferenceCaseJob, ReferenceJob
 
-    cases = [ReferenceCaseJob(name=n, seeds=seeds, init_seed=init_seed, golden=golden, time=False, flush_bytes=0,
+    # (no reference gate here: a golden that does not fit is dropped, as the gate's lone re-run drops it)
+    cases = [ReferenceCaseJob(name=n, seeds=seeds, init_seed=init_seed, golden=golden, golden_oom_fallback=True,
+                              time=False, flush_bytes=0,
                               compile_baseline=False, inputs_file=os.path.join(workdir, f"{tag}-{i}-inputs.pt"),
                               expected_file=os.path.join(workdir, f"{tag}-{i}-expected.pt"))
              for i, n in enumerate(case_names)]

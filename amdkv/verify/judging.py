@@ -23,7 +23,8 @@ from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, MISMATCH, OK, RUNTIME_ERROR, TIMEOUT, UNVERIFIABLE,
                                   CaseResult, Verdict, compiled_after, worst_status)
-from amdkv.verify.worker_protocol import CandidateCaseReport, CandidateResult, Finding, WorkerReport
+from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateResult, Finding, ReferenceCaseReport,
+                                          WorkerReport)
 
 # Findings of the candidate's worker that mean a broken kernel, not a cheat: guard bytes next to
 # an input overwritten, an interpreted access outside every tensor argument (interpreter_bounds.py).
@@ -88,6 +89,16 @@ def _same_bits(a: Any, b: Any) -> bool:
         elif x != y:
             return False
     return True
+
+
+def _without_golden_note(report: ReferenceCaseReport) -> str:
+    """What a mismatch message must add when its case had no float64 golden: the expected output is
+    then the eager reference's and the tolerance allows none of the eager's own error, which a
+    correct kernel summing in another order can exceed. Said so the reader can tell this apart."""
+    if report.golden_available or not report.golden_error:
+        return ""
+    return (f" [no float64 golden for this case ({report.golden_error[:160]}): the expected output is the "
+            "eager reference's, and the tolerance allows none of its error]")
 
 
 class JudgingMixin:
@@ -191,6 +202,8 @@ class JudgingMixin:
                     v.timings["judge_wait_s"] = round(v.timings.get("judge_wait_s", 0.0) + time.monotonic() - t_wait, 3)
                     status, reason, message = self._compare_on_judge_device(task, case, cres, expected, inputs,
                                                                             outputs.get(case.name))
+                if status == MISMATCH:
+                    message = f"{message}{_without_golden_note(r['report'])}"
             cres.status, cres.reason, cres.message = status, reason, message
             cres.trials = len(r["seeds"])
             statuses.append(status)

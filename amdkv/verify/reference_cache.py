@@ -21,9 +21,11 @@ from amdkv.verify.worker_protocol import ReferenceCaseReport
 
 # The layout of a cached case's report.json (worker_protocol.ReferenceCaseReport, read strictly):
 # 2 since the protocol was typed (every field written; the compile baseline's failure in
-# `compile_error`); 3: `gpu_need_bytes`. Part of the key, so an entry of another layout is never read,
-# only recomputed.
-REPORT_FORMAT = 3
+# `compile_error`); 3: `gpu_need_bytes`; 4: same layout, but a float64 golden that ran out of memory
+# beside other references is no longer dropped (worker_jobs: the gate re-runs it alone), so entries
+# written before, which may lack a golden for that reason, are recomputed. Part of the key, so an
+# entry of another layout is never read, only recomputed.
+REPORT_FORMAT = 4
 
 
 def refs_root(cache_dir: str | os.PathLike[str]) -> Path:

@@ -148,6 +148,11 @@ class ReferenceCaseJob(Message):
     inputs_file: str  # where to write the inputs (the candidate may read this file)
     expected_file: str  # where to write eager and golden outputs (the candidate may not read it)
     golden: bool  # compute a float64 golden (False: task metadata says its ops have no float64)
+    # the float64 golden ran out of memory: True, go on without it (the expected output is then the
+    # eager one); False, fail the job as out of memory, so that the reference gate runs it again
+    # alone (references.py). The gate's lone re-run sets it: a golden is then dropped only when it
+    # does not fit the device even without other references beside it.
+    golden_oom_fallback: bool
     time: bool  # time the eager (and compiled) reference: a performance case on a GPU
     flush_bytes: int  # size of the cache-flush buffer for timing (twice the GPU's last-level cache)
     compile_baseline: bool  # also time torch.compile of the reference
