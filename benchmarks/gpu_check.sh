@@ -12,8 +12,10 @@
 #   adv   the adversarial set (benchmarks/adversarial_gpu.py)
 #   fid   timing fidelity against the profiler, 14 kernels (benchmarks/timing_fidelity.py)
 #   tp    Triton throughput, cold + warm on GPU 0, + two-GPU phase when 2 GPUs are visible
-#   hip   every HIP reference solution + the broken HIP set, cold + warm (benchmarks/hip_gpu_check.py)
-#   hiplean  the same with the lean build scheme tried first (AMDKV_HIP_LEAN_BUILD=1; docs/hip.md)
+#   hip   every HIP reference solution + the broken HIP set, cold + warm (benchmarks/hip_gpu_check.py),
+#         with the verifier's default build order (lean first since session 19; docs/hip.md)
+#   hipsplit  the same without the lean scheme (AMDKV_HIP_LEAN_BUILD=0: split, then full), for comparison
+#   hiplean   the same with the lean scheme forced on (AMDKV_HIP_LEAN_BUILD=1)
 #   hipce    cold compile-error latency of HIP builds on this host (benchmarks/hip_compile_error.py: split,
 #            lean-first, speculative full; issue 20's <= 15 s goal; docs/hip.md, "Compile errors")
 #   learn the training stack learns: SFT then GRPO on procedural tasks (benchmarks/learning_run.py)
@@ -97,10 +99,10 @@ for step in $STEPS; do
     tp)
       run_step tp "${TP_S:-420}" python3 benchmarks/throughput.py --out "$OUT/tp" --gpus "$NGPU" ${TP_FLAGS:-}
       grep -E "^\| (cold|warm)|scaling|Steady" "$OUT/tp/throughput.md" >> "$SUMMARY" 2>/dev/null ;;
-    hip|hiplean)  # hiplean: the same with the lean build scheme first (AMDKV_HIP_LEAN_BUILD=1)
-      AMDKV_HIP_LEAN_BUILD=$([ "$step" = hiplean ] && echo 1 || echo 0) \
-        run_step "$step" "${HIP_S:-420}" python3 benchmarks/hip_gpu_check.py --out "$OUT/$step" \
-        --budget-s "$(( ${HIP_S:-420} - 60 ))" ${HIP_FLAGS:-}
+    hip|hiplean|hipsplit)  # hip: the verifier's default order; hiplean / hipsplit force the lean scheme on / off
+      lean=$(case $step in hiplean) echo 1 ;; hipsplit) echo 0 ;; esac)
+      run_step "$step" "${HIP_S:-420}" env ${lean:+AMDKV_HIP_LEAN_BUILD=$lean} python3 benchmarks/hip_gpu_check.py \
+        --out "$OUT/$step" --budget-s "$(( ${HIP_S:-420} - 60 ))" ${HIP_FLAGS:-}
       grep -E "statuses as expected|^throughput|^schemes" "$OUT/$step/log.txt" >> "$SUMMARY" 2>/dev/null ;;
     hipce)
       run_step hipce "${HIPCE_S:-300}" python3 benchmarks/hip_compile_error.py --out "$OUT/hipce" \
@@ -161,7 +163,7 @@ for step in $STEPS; do
         --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench ${PROBE_FLAGS:-} ;;
     gs)
       run_step_tail gs "${GS_S:-240}" 10 python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-} ;;
-    *) echo "unknown step $step (refs adv fid tp hip hiplean hipce learn learnbg learnwait tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
+    *) echo "unknown step $step (refs adv fid tp hip hiplean hipsplit hipce learn learnbg learnwait tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) and installed wheels (gen's site/) stay behind: large, not results
   tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='build-cache' --exclude='refs' --exclude='site' -czf "$OUT/$step.tgz" "$step" \

@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from amdkv.config import VerifierConfig  # noqa: E402
 from amdkv.reports.jsonl import JsonlAppender  # noqa: E402
 from amdkv.tasks.builtin import BUILTIN_ROOT, task_path  # noqa: E402
 
@@ -171,7 +172,7 @@ def main() -> int:
     schemes = collections.Counter(s for r in done_cold for s in ((r.get("env") or {}).get("hip_build") or {})
                                   .get("scheme", []) if s)
     thr["schemes_cold"] = dict(schemes)
-    thr["lean_build"] = os.environ.get("AMDKV_HIP_LEAN_BUILD", "0") not in ("", "0")
+    thr["lean_build"] = VerifierConfig.from_env().hip_lean_build  # the setting the run's verifier read
     (out / "throughput.json").write_text(json.dumps(thr, indent=1))
     print(table(cold_rows))
     print(f"\nthroughput ({args.jobs} jobs): cold {thr['cold']['per_minute']} candidates/min "

@@ -94,12 +94,21 @@ def test_known_harness_defects_are_named_in_the_disagreements() -> None:
         "tuple_inputs": {"ok": True, "call": True, "exec": False, "detail": "",
                          "stdout": "Failed to run benchmark for input tensor. Error: 'tuple' object has no attribute 'clone'"},
         "mangled": {"ok": True, "call": False, "exec": False, "detail": "IndentationError: unexpected indent"},
+        # Python 3.12's text for the perf check's NameError, and a Triton compile error on the perf
+        # file's own inputs (both on the H100 of 2026-12-05)
+        "unbound_e": {"ok": True, "call": True, "exec": False, "detail": "",
+                      "stdout": "Failed to run benchmark for input tensor. Error: cannot access local variable 'e' "
+                                "where it is not associated with a value"},
+        "perf_inputs": {"ok": True, "call": True, "exec": False, "detail": "",
+                        "stdout": "Failed to run benchmark for input tensor. Error: at 11:20:\ndef k(x_ptr):"},
         "unknown": {"ok": True, "call": True, "exec": False, "detail": "", "stdout": "something else"}}}
     ok = {"status": "ok", "reason": None, "diagnostic": ""}
     rows = {d["task_id"]: d for d in mod.compare("tbg", {"tasks": dict.fromkeys(harness["tasks"], ok)},
                                                   harness)["disagreements"]}
     assert "input_tensor.clone()" in rows["tuple_inputs"]["harness_why"]
     assert "process_code" in rows["mangled"]["harness_why"]
+    assert "NameError" in rows["unbound_e"]["harness_why"]
+    assert "perf file calls the kernel with inputs of its own" in rows["perf_inputs"]["harness_why"]
     assert rows["unknown"]["harness_why"] == "" and rows["unknown"]["why"] == ""
 
 
