@@ -160,3 +160,41 @@ def test_speculative_full_waits_for_a_cached_answer(tmp_path: Path, monkeypatch:
         name, True, "/x.so", "m", None, 0.0, True, "", key, False, "split"))
     res = hip_build.build_capture(CAPTURE, FAKE_CUDA, cache_dir=tmp_path, speculative=True)
     assert res.ok and res.cached and fake.started == {}
+
+
+@pytest.mark.parametrize("ok", [set(), {"full"}, {"split", "full"}, {"lean", "split", "full"}])
+def test_a_failed_lean_build_starts_the_full_build_beside_the_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    ok: set[str]) -> None:
+    """With the lean scheme first (the default since session 19) and no `speculative`: once the lean
+    build fails, the full build runs beside the split one; the answer is the sequential one."""
+    assert hip_build._scheme_units(CAPTURE, "cuda", "lean")[0] is not None  # lean can be set up for it
+    fake = _TimedSchemes({"lean": 0.2, "split": 0.4, "full": 0.6}, ok)
+    monkeypatch.setattr(hip_build, "_build_units", fake)
+    t = time.monotonic()
+    res = hip_build.build_capture(CAPTURE, FAKE_CUDA, cache_dir=tmp_path, lean=True)
+    wall = time.monotonic() - t
+    first_ok = next((s for s in ("lean", "split", "full") if s in ok), "full")
+    assert (res.ok, res.scheme) == (bool(ok), first_ok)
+    if "lean" in ok:
+        assert set(fake.started) == {"lean"}  # nothing else was built
+        return
+    assert "lean build failed" in (res.fallback_reason or "")
+    assert abs(fake.started["full"] - fake.started["split"]) < 0.1  # both started when lean failed
+    if "split" in ok:
+        assert fake.cancelled == ["full"] and wall < 0.75  # stopped when the split built
+    else:
+        assert "split build failed" in (res.fallback_reason or "")
+        assert fake.cancelled == [] and wall < 0.2 + 0.6 + 0.3  # lean, then the slower of split and full
+
+
+def test_a_lean_scheme_refused_up_front_starts_no_full_build_early(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lean refused before building (here: a __constant__ variable) is no sign of a compile error:
+    split then full, in turn, as before."""
+    capture = _kb_capture("__constant__ float scale[4];\n" + KERNEL + "torch::Tensor f(torch::Tensor x) { return x; }")
+    assert hip_build._scheme_units(capture, "cuda", "lean")[0] is None
+    fake = _TimedSchemes({"lean": 0.2, "split": 0.3, "full": 0.3}, {"full"})
+    monkeypatch.setattr(hip_build, "_build_units", fake)
+    res = hip_build.build_capture(capture, FAKE_CUDA, cache_dir=tmp_path, lean=True)
+    assert res.ok and res.scheme == "full"
+    assert fake.started["full"] >= fake.started["split"] + 0.25  # after the split failed, not beside it

@@ -288,7 +288,14 @@ def build_capture(capture: dict[str, Any], tc: BuildToolchain, *, cache_dir: Pat
     one of them builds. The answer is the same as in turn (an earlier scheme's success wins, else the
     full build's result); a candidate that does not compile gets it after the slower of the two
     instead of their sum, and one that builds pays the full build's compile until the earlier scheme
-    is done (docs/hip.md, "Compile errors")."""
+    is done (docs/hip.md, "Compile errors").
+
+    Without it, the same happens from the moment a `lean` build fails (not when lean is refused up
+    front): the full build starts beside the split one. A lean build that fails is mostly the
+    candidate's own error, which only the full build reports (both compile errors of the GPU check,
+    and no candidate that lean failed and split built, session 19), so the error comes after the
+    slower of split and full instead of their sum, for about no extra CPU: the split build would have
+    failed and the full one run anyway. Same answer as in turn, as above."""
     t0 = time.monotonic()
     name = str(capture.get("name", "ext"))
     cache = cache_dir or build_cache_dir()
@@ -304,7 +311,7 @@ def build_capture(capture: dict[str, Any], tc: BuildToolchain, *, cache_dir: Pat
     stop = threading.Event()
     ahead = _start_speculative(plan, tc, name, cache, stop, kw) if speculative else None
     try:
-        for scheme, units, why in plan:
+        for index, (scheme, units, why) in enumerate(plan):
             if units is None:
                 reasons.append(f"{scheme}: {why}")
                 continue
@@ -318,6 +325,8 @@ def build_capture(capture: dict[str, Any], tc: BuildToolchain, *, cache_dir: Pat
                 res.fallback_reason = _trim("; ".join(reasons), MAX_FALLBACK_REASON_CHARS) if reasons else None
                 return res
             reasons.append(f"{scheme} build failed: {res.error}")
+            if ahead is None and scheme == "lean":
+                ahead = _start_speculative(plan[index + 1:], tc, name, cache, stop, kw)
     finally:
         if ahead is not None:
             stop.set()  # an earlier scheme answered: the full build is not needed
@@ -329,7 +338,8 @@ def _start_speculative(plan: list[tuple[str, list[Unit] | None, str | None]], tc
                        cache: Path, stop: threading.Event,
                        kw: dict[str, Any]) -> concurrent.futures.Future[BuildResult] | None:
     """The last scheme's build started in a thread of its own, or None when it would not help: its
-    result is cached, or the first scheme that can be set up is (a cached answer comes at once)."""
+    result is cached, the first scheme of `plan` that can be set up is (a cached answer comes at
+    once), or no scheme before the last can be set up (the full build is next anyway)."""
     last_scheme, last_units, _ = plan[-1]
     earlier = [units for scheme, units, _ in plan[:-1] if units is not None]
     if last_units is None or not earlier or _cached(cache, build_key(last_units, tc), name, 0.0) is not None:
