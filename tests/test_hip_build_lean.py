@@ -139,8 +139,9 @@ def test_build_order_lean_split_full(tmp_path: Path, monkeypatch: pytest.MonkeyP
     res = hip_build.build_capture(_kb_capture(KB), FAKE_CUDA, cache_dir=tmp_path, lean=True)
     assert res.ok
     if lean_fails:
-        assert res.scheme == "full" and fake.calls == [["main_kernels.cu", "main.cpp"], ["main.cu", "binding.cpp"],
-                                                       ["main.cu"]]
+        # lean first; once it failed, split and full at once (tests/test_hip_build_fail_fast.py), in either order
+        assert res.scheme == "full" and fake.calls[0] == ["main_kernels.cu", "main.cpp"]
+        assert sorted(fake.calls[1:]) == [["main.cu"], ["main.cu", "binding.cpp"]]
         assert res.fallback_reason.startswith("lean build failed") and "split build failed" in res.fallback_reason
     else:
         assert res.scheme == "lean" and res.fallback_reason is None and len(fake.calls) == 1
