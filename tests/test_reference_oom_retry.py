@@ -26,6 +26,7 @@ import pytest
 from amdkv.tasks.builtin import solution_path
 from amdkv.tasks.loader import load_task
 from amdkv.verify.candidate import Candidate
+from amdkv.verify.gpu_memory import is_out_of_memory, says_out_of_memory
 from amdkv.verify.reference_cache import refs_root
 from amdkv.verify.worker_protocol import ReferenceCaseReport
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
@@ -156,3 +157,15 @@ def test_the_gate_lets_shared_holders_through_together_and_an_exclusive_one_alon
     after.start()
     after.join(5)
     assert entered.is_set(), "the gate stayed closed after an exclusive holder raised"
+
+
+def test_what_counts_as_out_of_memory() -> None:
+    """The texts a full GPU or a capped host gives (torch's own messages), and near misses."""
+    assert says_out_of_memory("CUDA out of memory. Tried to allocate 38.00 GiB")
+    assert says_out_of_memory("HIP out of memory. Tried to allocate 2.00 GiB")
+    assert says_out_of_memory("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+    assert says_out_of_memory("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
+    assert is_out_of_memory("OutOfMemoryError", "") and is_out_of_memory("MemoryError", "")
+    assert not says_out_of_memory("CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm`")
+    assert not says_out_of_memory("index 5 is out of bounds for dimension 0 with size 4")
+    assert not is_out_of_memory("RuntimeError", "shape mismatch")

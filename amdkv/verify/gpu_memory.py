@@ -15,12 +15,16 @@ from __future__ import annotations
 REFERENCE_NEED_MULTIPLE = 2.0
 MAX_GPU_MEM_FRACTION = 0.95
 OUT_OF_MEMORY_TYPES = ("OutOfMemoryError", "MemoryError")
-OUT_OF_MEMORY_TEXTS = ("out of memory", "cannot allocate memory", "can't allocate memory")
+# "status_alloc_failed": a BLAS/DNN library that cannot allocate its handle or workspace on a full GPU
+# (torch: "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"; hipBLAS and
+# cuDNN name theirs the same way)
+OUT_OF_MEMORY_TEXTS = ("out of memory", "cannot allocate memory", "can't allocate memory", "status_alloc_failed")
 
 
 def says_out_of_memory(text: str) -> bool:
     """Whether an error's text says memory ran out: a CUDA/HIP "out of memory" raised as any type
-    (AcceleratorError too) or a refused host allocation under the worker's memory cap. One rule for
+    (AcceleratorError too), a BLAS library's failed allocation, or a refused host allocation under
+    the worker's memory cap. One rule for
     candidates (runtime_error / oom, worker_jobs) and references (retried alone, references.py)."""
     lowered = text.lower()
     return any(t in lowered for t in OUT_OF_MEMORY_TEXTS)
