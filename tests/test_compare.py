@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from amdkv.verify.compare import compare_case, compare_float
@@ -183,3 +184,53 @@ def test_same_bits_shortcut() -> None:
         """Same bytes, but a subclass: not the same output."""
 
     assert not _same_bits(a, [a[0].clone().as_subclass(Sub), 3])
+
+
+def _chunked_scenarios() -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(candidate, eager, golden) over 10,000 fp16 elements: a pass, mismatches spread over chunks,
+    NaN/Inf agreement and disagreement, and a golden in float32 (a performance case)."""
+    gen = torch.Generator().manual_seed(0)
+    g = torch.randn(100, 100, dtype=torch.float64, generator=gen) * 3
+    e = g.half()
+    ok = (g + 2e-3 * torch.randn(100, 100, dtype=torch.float64, generator=gen)).half()
+    bad = ok.clone()
+    bad.view(-1)[[17, 4321, 9999]] += 0.5  # in three different chunks of 1,000
+    e_nan, g_nan = e.clone(), g.clone()
+    e_nan.view(-1)[[5, 5005]] = float("nan")
+    g_nan.view(-1)[[5, 5005]] = float("nan")
+    ok_nan = ok.clone()
+    ok_nan.view(-1)[[5, 5005]] = float("nan")
+    bad_nan = ok_nan.clone()
+    bad_nan.view(-1)[[6, 7006]] = float("inf")
+    bad_values_nan = ok_nan.clone()
+    bad_values_nan.view(-1)[[17, 9999]] += 0.5
+    return {"pass": (ok, e, g), "values": (bad, e, g), "nan_agree": (ok_nan, e_nan, g_nan),
+            "nan_agree_values_bad": (bad_values_nan, e_nan, g_nan),
+            "nan_disagree": (bad_nan, e_nan, g_nan), "float32_golden": (bad, e, g.float()),
+            "all_equal": (e.clone(), e, e.double())}
+
+
+@pytest.mark.parametrize("name", list(_chunked_scenarios()))
+def test_a_chunked_comparison_gives_the_whole_tensor_verdict(name: str) -> None:
+    """Outputs over COMPARE_CHUNK_ELEMENTS are compared chunk by chunk (a KernelBench level-1 output
+    of 1e9 elements needed ~48 GB of GPU memory whole). Same verdict, reason, counts and worst element
+    as the whole-tensor rule; the allowance may differ in the last digits (rms summed in float64)."""
+    from amdkv.verify.compare import DEFAULT_TOLERANCE, compare_float
+
+    c, e, g = _chunked_scenarios()[name]
+    whole = compare_float(c, e, g, DEFAULT_TOLERANCE)
+    memo: dict = {}
+    chunked = compare_float(c, e, g, DEFAULT_TOLERANCE, memo, chunk=1000)
+    again = compare_float(c, e, g, DEFAULT_TOLERANCE, memo, chunk=1000)  # the memoised stats
+    assert (chunked.ok, chunked.reason) == (whole.ok, whole.reason) == (again.ok, again.reason)
+    assert memo, "the chunked path keeps the eager/golden statistics"
+    if whole.reason == "nan_mismatch":
+        assert chunked.message == whole.message
+        return
+    for field in ("max_abs_err", "ref_err"):
+        assert getattr(chunked, field) == getattr(whole, field), field
+    for field in ("allowed_abs_err", "max_rel_err"):
+        assert getattr(chunked, field) == pytest.approx(getattr(whole, field), rel=1e-6), field
+    if not whole.ok:
+        # "n/N elements outside tolerance; worst: got X, expected Y (...)": same counts, same element
+        assert chunked.message.split("(")[0] == whole.message.split("(")[0]
