@@ -75,3 +75,29 @@ def test_the_judging_parent_gives_back_cached_gpu_memory_above_its_allowance(mon
     state.update(allocated=(1 << 30) - 1)  # one byte more than allowed is cached and unused
     judging.release_unused_gpu_cache("cuda:0")
     assert calls == ["emptied"]
+
+
+@pytest.mark.parametrize("task_id, reads", [("l1_relu", False), ("l1_argmax", True)])
+def test_the_judge_reads_inputs_only_for_comparators_that_use_them(monkeypatch, tmp_path, task_id, reads):
+    """The default comparison needs only outputs: the judge must not load a case's inputs (and, on a
+    GPU, move them there for every candidate: up to 17 GB for a KernelBench level-1 problem). An index
+    comparator (argmax) does read them. Real verifications on `cpu`."""
+    from amdkv.tasks.builtin import solution_path, task_path
+    from amdkv.tasks.loader import load_task
+    from amdkv.verify import judging
+    from amdkv.verify.candidate import Candidate
+
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    loaded: list[str] = []
+    real = judging.load_tensor_file
+
+    def recording(path):  # noqa: ANN001, ANN202
+        loaded.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(judging, "load_tensor_file", recording)
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, trials=1) as verifier:
+        verdict = verifier.verify(load_task(task_path(task_id)), Candidate(solution_path(task_id).read_text()))
+    assert verdict.status == "ok", verdict.to_dict()
+    assert any(p.endswith("expected.pt") for p in loaded)
+    assert any(p.endswith("inputs.pt") for p in loaded) is reads, loaded

@@ -24,6 +24,9 @@ from typing import Any
 import torch
 
 DEFAULT_TOLERANCE = {"multiple": 8.0, "floor": 4.0, "rtol_ulps": 4.0}
+# The comparators that read the call's inputs (an index output must select the returned values from
+# them); every other comparison needs only outputs, so the judge never loads or moves inputs for it.
+COMPARATORS_READING_INPUTS = frozenset({"argmax", "topk", "sort"})
 SCALAR_ULPS = 32.0  # the `scalar` comparator's per-value allowance, in ulps of the golden
 
 
@@ -349,7 +352,7 @@ def _compare_leaf(i: int, c: torch.Tensor, e: torch.Tensor, g: torch.Tensor | No
                   comparator: str, tol: dict[str, float], args: dict[str, Any],
                   cand_all: list[Any], eager_all: list[Any], memo: dict[Any, Any] | None = None) -> CompareResult:
     if comparator == "exact" or not (e.is_floating_point() or e.is_complex()):
-        if comparator in ("argmax", "topk", "sort") and not e.is_floating_point():
+        if comparator in COMPARATORS_READING_INPUTS and not e.is_floating_point():
             return _compare_indices(i, c, e, inputs, comparator, args, cand_all, eager_all)
         if comparator != "exact" and tol.get("int_steps") and e.dtype != torch.bool:
             return compare_int_steps(c, e, tol["int_steps"], tol.get("int_steps_fraction", 0.001))
