@@ -156,11 +156,16 @@ def _child_main(spec: dict[str, Any], fds: list[int], server_pid: int) -> None:
 # `-c`, not `-m amdkv.verify.fork_server`: with -m, importing the amdkv.verify package (which
 # imports this module through pool.py) and then running this module as __main__ loads it twice,
 # and runpy warns about it on every server start.
-_SERVER_ENTRY = "import sys; from amdkv.verify.fork_server import serve; sys.exit(serve(int(sys.argv[1])))"
+_SERVER_ENTRY = ("import sys; from amdkv.verify.fork_server import serve; "
+                 "sys.exit(serve(int(sys.argv[1]), int(sys.argv[2])))")
 
 
-def serve(ctrl_fd: int) -> int:
-    """The server's loop (started by ForkServer as `python -c "<_SERVER_ENTRY>" FD`)."""
+def serve(ctrl_fd: int, parent_pid: int | None = None) -> int:
+    """The server's loop (started by ForkServer as `python -c "<_SERVER_ENTRY>" FD PARENT_PID`).
+
+    The parent names itself: read here with getppid() after the slow start-up, a parent SIGKILLed
+    in the meantime read as pid 1 (this server already re-parented), and its temp folders were then
+    never removed (1 of ~25 loaded runs of the killed-parent test, session 19)."""
     import amdkv.verify.worker_preload  # noqa: F401  - the point of the server
 
     sock = socket.socket(fileno=ctrl_fd)
@@ -169,7 +174,7 @@ def serve(ctrl_fd: int) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
     _send(sock, {"ready": True})
-    children = _Children(parent_pid=os.getppid())
+    children = _Children(parent_pid=parent_pid if parent_pid is not None else os.getppid())
     try:
         return _serve_loop(sock, ctrl_fd, wake_r, wake_w, children)
     finally:
@@ -303,7 +308,7 @@ class ForkServer:
         self._alive = True
         self._send_lock = threading.Lock()
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER_ENTRY, str(server_sock.fileno())],
+            [sys.executable, "-c", _SERVER_ENTRY, str(server_sock.fileno()), str(os.getpid())],
             pass_fds=[server_sock.fileno()], env=env, stdin=subprocess.DEVNULL, start_new_session=True)
         server_sock.close()
         ready, _, _ = select.select([self._sock], [], [], START_TIMEOUT_S)
