@@ -212,9 +212,9 @@ def _chunked_scenarios() -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Te
 
 @pytest.mark.parametrize("name", list(_chunked_scenarios()))
 def test_a_chunked_comparison_gives_the_whole_tensor_verdict(name: str) -> None:
-    """Outputs over COMPARE_CHUNK_ELEMENTS are compared chunk by chunk (a KernelBench level-1 output
-    of 1e9 elements needed ~48 GB of GPU memory whole). Same verdict, reason, counts and worst element
-    as the whole-tensor rule; the allowance may differ in the last digits (rms summed in float64)."""
+    """Outputs are compared COMPARE_CHUNK_ELEMENTS at a time (a KernelBench level-1 output of 1e9
+    elements needed ~48 GB of GPU memory whole). Ten chunks give the verdict, reason, counts and worst
+    element of one; the allowance may differ in the last digits (float64 sums in another order)."""
     from amdkv.verify.compare import DEFAULT_TOLERANCE, compare_float
 
     c, e, g = _chunked_scenarios()[name]

@@ -114,112 +114,82 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
                             b.view(torch.uint8) if b.dtype != torch.bool else b))
 
 
-def _error_and_rms(r: torch.Tensor, g: torch.Tensor) -> tuple[float, float]:
-    """(max |eager - golden|, rms of the golden) over the elements given."""
-    return float((r - g).abs().max()), float(g.pow(2).mean().sqrt())
-
-
-def _reference_stats(r: torch.Tensor, g: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
-                     memo: dict[Any, Any] | None) -> tuple[float, float]:
-    """(eager's max error against the golden, rms of the golden). With a `memo` (one per judged
-    case, from the verifier) they are computed once per eager/golden pair: several calls (trials,
-    re-check, after timing) are compared against the same expected outputs. The memo holds the
-    tensors it is keyed by (their ids), so an id cannot be reused while the memo lives."""
-    key = (id(eager), id(golden))
-    hit = memo.get(key) if memo is not None else None
-    if hit is not None and hit[0] is eager and hit[1] is golden:
-        return hit[2], hit[3]
-    ref_err, rms = _error_and_rms(r, g)
-    if memo is not None:
-        memo[key] = (eager, golden, ref_err, rms)
-    return ref_err, rms
-
-
-# Outputs with more elements than this are compared chunk by chunk: the whole-tensor comparison
-# holds about six work-dtype copies of the output at once (candidate, eager, golden, error, allowance,
-# excess), ~48 GB for one of KernelBench level 1's 1e9-element float64 comparisons, which no GPU beside
-# the workers has (the judge then fell back to the host, needing as much RAM there). Chunked, the peak
-# is a few chunks. Same rule, same verdict; the golden's rms is then summed in float64 over the chunks
-# instead of one mean in the work dtype (a difference of ~1e-7 relative in the allowance).
+# Outputs are compared chunk by chunk (one chunk for most): the whole-tensor comparison held about six
+# work-dtype copies of the output at once (candidate, eager, golden, error, allowance, excess), ~48 GB
+# for one of KernelBench level 1's 1e9-element float64 comparisons, which no GPU beside the workers has
+# (the judge then fell back to the host, needing as much RAM there). Chunked, the peak is a few chunks.
+# The golden's rms is summed in float64 over the chunks (before session 19: one mean in the work dtype,
+# a difference of ~1e-7 relative in the allowance).
 COMPARE_CHUNK_ELEMENTS = 1 << 25
-
-
-def _allowance(g: torch.Tensor, tol: dict[str, float], eps: float, ref_err: float, rms: float) -> torch.Tensor:
-    """The per-element allowance of the tolerance policy (module docstring)."""
-    return g.abs().mul_(tol["rtol_ulps"] * eps).add_(tol["multiple"] * ref_err + tol["floor"] * eps * rms)
-
-
-def _rel_floor(rms: float, work: torch.dtype) -> float:
-    """The smallest |golden| a relative error is divided by (max_rel_err is reported, never judged)."""
-    return max(rms * 1e-3, torch.finfo(work).tiny)
-
-
-def _value_mismatch(n_bad: int, numel: int, got: float, expected: float, err: float, allowed: float,
-                    ref_err: float, res: dict[str, Any]) -> CompareResult:
-    return CompareResult.fail(
-        "value_mismatch",
-        f"{n_bad}/{numel} elements outside tolerance; worst: got {got:.6g}, expected {expected:.6g} "
-        f"(|err| {err:.3g} > allowed {allowed:.3g}; eager reference's own max error {ref_err:.3g})", **res)
 
 
 def compare_float(cand: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor,
                   tol: dict[str, float], memo: dict[Any, Any] | None = None,
                   chunk: int = COMPARE_CHUNK_ELEMENTS) -> CompareResult:
+    """The tolerance policy (module docstring) over one floating output, `chunk` elements at a time.
+    `memo`: an empty dict shared by the comparisons of one case (`_reference_stats`)."""
     if tuple(cand.shape) != tuple(golden.shape):
         return CompareResult.fail("wrong_shape", f"shape {tuple(cand.shape)}, expected {tuple(golden.shape)}")
     if cand.numel() == 0:  # an empty output (benchmarks test zero-size inputs): nothing to compare
         return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0, ref_err=0.0)
-    if cand.numel() > chunk:
-        return _compare_float_chunked(cand, eager, golden, tol, memo, chunk)
     work = _work_dtype(cand, eager, golden)
-    c = cand.to(work).reshape(-1)
-    r = eager.to(work).reshape(-1)
-    g = golden.to(work).reshape(-1)
-    all_finite = bool(torch.isfinite(c).all()) and bool(torch.isfinite(r).all()) and bool(torch.isfinite(g).all())
-    if not all_finite:
-        ok_nf, n_bad = _nonfinite_match(c, r)
-        if not ok_nf:
-            return CompareResult.fail("nan_mismatch", f"{n_bad} element(s) are NaN/Inf where the reference "
-                                      "is not, or the other way round")
-        finite = torch.isfinite(r) & torch.isfinite(g)
-        if not bool(finite.any()):
-            return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0, ref_err=0.0)
-        c, r, g = c[finite], r[finite], g[finite]
-        ref_err, rms = _error_and_rms(r, g)
-    else:
-        ref_err, rms = _reference_stats(r, g, eager, golden, memo)
+    c_flat, r_flat, g_flat = cand.reshape(-1), eager.reshape(-1), golden.reshape(-1)
+    ref_err, rms, finite_count = _reference_stats(r_flat, g_flat, work, chunk, eager, golden, memo)
     # `min_eps`: tasks without a float64 golden (a benchmark's own kernel is the reference, see
     # docs/benchmarks.md) allow the precision a correct kernel may legitimately compute in.
     eps = max(_eps(cand.dtype), float(tol.get("min_eps", 0.0)))
-    err = (c - g).abs_()
-    allowed = _allowance(g, tol, eps, ref_err, rms)
-    excess = err - allowed
-    worst = int(torch.argmax(excess))
-    max_abs = float(err.max())
-    max_rel = float((err / g.abs().clamp_min(_rel_floor(rms, work))).max())
-    res = dict(max_abs_err=max_abs, max_rel_err=max_rel, allowed_abs_err=float(allowed.max()), ref_err=ref_err)
-    if float(excess[worst]) > 0:
-        return _value_mismatch(int((excess > 0).sum()), err.numel(), float(c[worst]), float(g[worst]),
-                               float(err[worst]), float(allowed[worst]), ref_err, res)
+    rel_floor = max(rms * 1e-3, torch.finfo(work).tiny)  # for max_rel_err, which is reported, never judged
+    n_nonfinite_bad = n_bad = 0
+    max_abs = max_rel = allowed_max = 0.0
+    worst: tuple[float, float, float, float, float] | None = None  # excess, got, expected, err, allowed
+    for s in range(0, c_flat.numel(), chunk):
+        c, r, g = (t[s:s + chunk].to(work) for t in (c_flat, r_flat, g_flat))
+        if not (bool(torch.isfinite(c).all()) and bool(torch.isfinite(r).all()) and bool(torch.isfinite(g).all())):
+            # non-finite values only where the eager reference has the same; the rest on finite elements
+            n_nonfinite_bad += _nonfinite_match(c, r)[1]
+            finite = torch.isfinite(r) & torch.isfinite(g)
+            c, r, g = c[finite], r[finite], g[finite]
+        if n_nonfinite_bad or not c.numel():
+            continue  # a NaN/Inf disagreement decides the verdict; values no longer matter
+        err = (c - g).abs_()
+        allowed = g.abs().mul_(tol["rtol_ulps"] * eps).add_(tol["multiple"] * ref_err + tol["floor"] * eps * rms)
+        excess = err - allowed
+        i = int(torch.argmax(excess))
+        if worst is None or float(excess[i]) > worst[0]:
+            worst = (float(excess[i]), float(c[i]), float(g[i]), float(err[i]), float(allowed[i]))
+        n_bad += int((excess > 0).sum())
+        max_abs = max(max_abs, float(err.max()))
+        max_rel = max(max_rel, float((err / g.abs().clamp_min(rel_floor)).max()))
+        allowed_max = max(allowed_max, float(allowed.max()))
+    if n_nonfinite_bad:
+        return CompareResult.fail("nan_mismatch", f"{n_nonfinite_bad} element(s) are NaN/Inf where the reference "
+                                  "is not, or the other way round")
+    if worst is None:  # nothing finite to compare
+        return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0, ref_err=0.0)
+    res = dict(max_abs_err=max_abs, max_rel_err=max_rel, allowed_abs_err=allowed_max, ref_err=ref_err)
+    if worst[0] > 0:
+        _, got, expected, err_w, allowed_w = worst
+        return CompareResult.fail(
+            "value_mismatch",
+            f"{n_bad}/{finite_count} elements outside tolerance; worst: got {got:.6g}, expected {expected:.6g} "
+            f"(|err| {err_w:.3g} > allowed {allowed_w:.3g}; eager reference's own max error {ref_err:.3g})", **res)
     return CompareResult(True, **res)
 
 
-def _chunks(n: int, chunk: int) -> range:
-    return range(0, n, chunk)
-
-
-def _chunked_reference_stats(r_flat: torch.Tensor, g_flat: torch.Tensor, work: torch.dtype, chunk: int,
-                             eager: torch.Tensor, golden: torch.Tensor,
-                             memo: dict[Any, Any] | None) -> tuple[float, float, int]:
-    """(eager's max error against the golden, the golden's rms, how many elements are finite in
-    both) over the finite elements, chunk by chunk; memoised per eager/golden pair like
-    `_reference_stats` (they do not depend on the candidate)."""
-    key = ("chunked", id(eager), id(golden))
+def _reference_stats(r_flat: torch.Tensor, g_flat: torch.Tensor, work: torch.dtype, chunk: int,
+                     eager: torch.Tensor, golden: torch.Tensor,
+                     memo: dict[Any, Any] | None) -> tuple[float, float, int]:
+    """(eager's max error against the golden, the golden's rms, how many elements are finite in both),
+    over the elements finite in both. With a `memo` (one per judged case, from the verifier) they are
+    computed once per eager/golden pair: several calls (trials, re-check, after timing) are compared
+    against the same expected outputs, and the numbers do not depend on the candidate. The memo holds
+    the tensors it is keyed by (their ids), so an id cannot be reused while the memo lives."""
+    key = (id(eager), id(golden))
     hit = memo.get(key) if memo is not None else None
     if hit is not None and hit[0] is eager and hit[1] is golden:
         return hit[2]
     ref_err, sumsq, count = 0.0, 0.0, 0
-    for s in _chunks(r_flat.numel(), chunk):
+    for s in range(0, r_flat.numel(), chunk):
         r, g = r_flat[s:s + chunk].to(work), g_flat[s:s + chunk].to(work)
         finite = torch.isfinite(r) & torch.isfinite(g)
         if not bool(finite.all()):
@@ -232,46 +202,6 @@ def _chunked_reference_stats(r_flat: torch.Tensor, g_flat: torch.Tensor, work: t
     if memo is not None:
         memo[key] = (eager, golden, stats)
     return stats
-
-
-def _compare_float_chunked(cand: torch.Tensor, eager: torch.Tensor, golden: torch.Tensor, tol: dict[str, float],
-                           memo: dict[Any, Any] | None, chunk: int) -> CompareResult:
-    """compare_float's rule over chunks of `chunk` elements (COMPARE_CHUNK_ELEMENTS says why)."""
-    work = _work_dtype(cand, eager, golden)
-    c_flat, r_flat, g_flat = cand.reshape(-1), eager.reshape(-1), golden.reshape(-1)
-    ref_err, rms, finite_count = _chunked_reference_stats(r_flat, g_flat, work, chunk, eager, golden, memo)
-    eps = max(_eps(cand.dtype), float(tol.get("min_eps", 0.0)))
-    floor = _rel_floor(rms, work)
-    n_nonfinite_bad = n_bad = 0
-    max_abs = max_rel = allowed_max = 0.0
-    worst: tuple[float, float, float, float, float] | None = None  # excess, got, expected, err, allowed
-    for s in _chunks(c_flat.numel(), chunk):
-        c, r, g = (t[s:s + chunk].to(work) for t in (c_flat, r_flat, g_flat))
-        if not (bool(torch.isfinite(c).all()) and bool(torch.isfinite(r).all()) and bool(torch.isfinite(g).all())):
-            n_nonfinite_bad += _nonfinite_match(c, r)[1]
-            finite = torch.isfinite(r) & torch.isfinite(g)
-            c, r, g = c[finite], r[finite], g[finite]
-        if n_nonfinite_bad or not c.numel():
-            continue  # a NaN/Inf disagreement decides the verdict; values no longer matter
-        err = (c - g).abs_()
-        allowed = _allowance(g, tol, eps, ref_err, rms)
-        excess = err - allowed
-        i = int(torch.argmax(excess))
-        if worst is None or float(excess[i]) > worst[0]:
-            worst = (float(excess[i]), float(c[i]), float(g[i]), float(err[i]), float(allowed[i]))
-        n_bad += int((excess > 0).sum())
-        max_abs = max(max_abs, float(err.max()))
-        max_rel = max(max_rel, float((err / g.abs().clamp_min(floor)).max()))
-        allowed_max = max(allowed_max, float(allowed.max()))
-    if n_nonfinite_bad:
-        return CompareResult.fail("nan_mismatch", f"{n_nonfinite_bad} element(s) are NaN/Inf where the reference "
-                                  "is not, or the other way round")
-    if worst is None:  # nothing finite to compare
-        return CompareResult(True, max_abs_err=0.0, allowed_abs_err=0.0, ref_err=0.0)
-    res = dict(max_abs_err=max_abs, max_rel_err=max_rel, allowed_abs_err=allowed_max, ref_err=ref_err)
-    if worst[0] > 0:
-        return _value_mismatch(n_bad, finite_count, worst[1], worst[2], worst[3], worst[4], ref_err, res)
-    return CompareResult(True, **res)
 
 
 def compare_exact(cand: torch.Tensor, eager: torch.Tensor) -> CompareResult:

@@ -160,7 +160,7 @@ _SERVER_ENTRY = ("import sys; from amdkv.verify.fork_server import serve; "
                  "sys.exit(serve(int(sys.argv[1]), int(sys.argv[2])))")
 
 
-def serve(ctrl_fd: int, parent_pid: int | None = None) -> int:
+def serve(ctrl_fd: int, parent_pid: int) -> int:
     """The server's loop (started by ForkServer as `python -c "<_SERVER_ENTRY>" FD PARENT_PID`).
 
     The parent names itself: read here with getppid() after the slow start-up, a parent SIGKILLed
@@ -174,7 +174,7 @@ def serve(ctrl_fd: int, parent_pid: int | None = None) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
     _send(sock, {"ready": True})
-    children = _Children(parent_pid=parent_pid if parent_pid is not None else os.getppid())
+    children = _Children(parent_pid=parent_pid)
     try:
         return _serve_loop(sock, ctrl_fd, wake_r, wake_w, children)
     finally:
