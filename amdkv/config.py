@@ -72,7 +72,7 @@ class VerifierConfig:
     mem_cap_gib: float = _field(8.0, "AMDKV_MEM_CAP_GIB", "address-space cap of a candidate process on cpu (GiB)", verdict=True)
     gpu_mem_fraction: float | None = _field(None, "AMDKV_GPU_MEM_FRACTION", "a candidate's share of GPU memory (unset: 0.85 / concurrent candidates), raised to twice what its reference needed where that is more (verify/gpu_memory.py); runtime_error/oom past it", verdict=True)
     cache_dir: str = _factory_field(default_cache_dir, "AMDKV_CACHE_DIR", "reference cache (`refs/`), verdict cache (`verdicts/`), HIP builds (`hipbuild/`), compile caches")
-    reference_cache_gib: float | None = _field(None, "AMDKV_REFERENCE_CACHE_GIB", "largest size of the reference cache (`refs/`, GiB): least recently used entries are removed before a new reference is computed, never one used within twice the candidate timeout plus a minute (unset: no limit; docs/verifier.md)")
+    reference_cache_gib: float | None = _field(None, "AMDKV_REFERENCE_CACHE_GIB", "largest size of the reference cache (`refs/`, GiB): least recently used entries are removed before a new reference is computed, never one a verification in any process holds (unset: no limit; docs/verifier.md)")
     min_free_disk_gib: float = _field(2.0, "AMDKV_MIN_FREE_DISK_GIB", "a verification or reference run that starts with less free disk in the cache or the temp folder is infra_error, never a short write (0: no check; docs/verifier.md)")
     verdict_cache: bool = _field(True, "AMDKV_VERDICT_CACHE", "reuse the verdict of an identical (task, candidate, platform, config) verification (0: always verify)")
     spare_start: str = _field("auto", "AMDKV_SPARE_START", "fork: workers forked from the fork server; exec: `python -m` workers; auto: fork")

@@ -1,17 +1,22 @@
 """The reference cache under a size cap (`AMDKV_REFERENCE_CACHE_GIB`, reference_cache.evict): least
-recently used entries go first, recently used ones never (the verifier's window: twice its candidate
-timeout plus a minute), and an evicted reference is recomputed to the same verdict. Real files and a real verifier (cpu); ages are set with os.utime."""
+recently used entries go first, one a verification holds (`Leases`, in this process or another) never,
+however recently or long ago it was used, and an evicted reference is recomputed to the same verdict.
+Real files, real processes holding real locks, and a real verifier (cpu); ages are set with os.utime."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from amdkv.tasks.builtin import solution_path, task_path
 from amdkv.tasks.loader import load_task
 from amdkv.verify import Candidate, Verifier
-from amdkv.verify.reference_cache import EVICT_MIN_AGE_S, evict, refs_root
+from amdkv.verify.reference_cache import CaseFiles, Leases, evict, refs_root
 
 
 def fake_entry(cache: Path, key: str, size: int, age_s: float) -> Path:
@@ -28,17 +33,82 @@ def entries(cache: Path) -> set[str]:
     return {p.name for p in refs_root(cache).glob("*/*") if p.is_dir() and not p.name.startswith(".")}
 
 
-def test_least_recently_used_go_first_and_recent_ones_never(tmp_path):
+def test_least_recently_used_go_first_and_a_recent_unheld_one_too(tmp_path):
     hour = 3600.0
     fake_entry(tmp_path, "aa0001", 1000, 3 * hour)
     fake_entry(tmp_path, "aa0002", 1000, 2 * hour)
     fake_entry(tmp_path, "bb0003", 1000, 1 * hour)
-    fake_entry(tmp_path, "bb0004", 1000, EVICT_MIN_AGE_S / 10)
+    fake_entry(tmp_path, "bb0004", 1000, 1.0)
     removed, left = evict(tmp_path, cap_bytes=2500)
     assert [k for k, _ in removed] == ["aa0001", "aa0002"]
     assert entries(tmp_path) == {"bb0003", "bb0004"} and left == 2 * 1000 + 2 * len("{}")
-    removed, left = evict(tmp_path, cap_bytes=0)  # a cap below everything: the recent entry stays
-    assert [k for k, _ in removed] == ["bb0003"] and entries(tmp_path) == {"bb0004"}
+    removed, left = evict(tmp_path, cap_bytes=0)  # nobody holds them: a second-old entry goes too
+    assert [k for k, _ in removed] == ["bb0003", "bb0004"] and entries(tmp_path) == set() and left == 0
+    assert not list(refs_root(tmp_path).glob("*/*.lease")), "eviction leaves its lease files behind"
+
+
+HOLDER = """
+import sys, time
+from amdkv.verify.reference_cache import CaseFiles, Leases
+leases = Leases()
+leases.take(CaseFiles(sys.argv[1], sys.argv[2]))
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def held_by_another_process(tmp_path):
+    """Starts a process that holds an entry's lease, as a verifier in another process does while it
+    verifies; yields a function that starts one for a key."""
+    procs = []
+
+    def hold(key: str) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", HOLDER, key, str(tmp_path)], stdout=subprocess.PIPE,
+                                text=True)
+        procs.append(proc)
+        assert proc.stdout.readline().strip() == "held"
+        return proc
+
+    yield hold
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_entry_held_by_any_verification_is_never_evicted(tmp_path, held_by_another_process):
+    old = 3 * 3600.0
+    for key in ("aa0001", "aa0002", "bb0003"):
+        fake_entry(tmp_path, key, 1000, old)
+    mine = Leases()
+    mine.take(CaseFiles("aa0002", tmp_path))
+    other = held_by_another_process("aa0001")
+    removed, left = evict(tmp_path, cap_bytes=0)
+    assert [k for k, _ in removed] == ["bb0003"], "a held entry was evicted, or the free one was not"
+    assert entries(tmp_path) == {"aa0001", "aa0002"}
+    mine.release()
+    assert [k for k, _ in evict(tmp_path, cap_bytes=0)[0]] == ["aa0002"], "released, it must go"
+    other.kill()  # a verifier that dies holds nothing: the kernel drops its lock
+    other.wait()
+    assert [k for k, _ in evict(tmp_path, cap_bytes=0)[0]] == ["aa0001"]
+
+
+def test_a_lease_taken_after_an_eviction_holds_the_recomputed_entry(tmp_path):
+    """The lease file is unlinked with its entry; a reader that opened the old file before that must
+    not believe it holds the new one (Leases.take retries on the name's current file)."""
+    from amdkv.verify import file_lock
+
+    fake_entry(tmp_path, "aa0001", 1000, 3600.0)
+    files = CaseFiles("aa0001", tmp_path)
+    stale = os.open(files.lease, os.O_RDWR | os.O_CREAT)  # opened before the eviction, as a racing reader
+    assert [k for k, _ in evict(tmp_path, cap_bytes=0)[0]] == ["aa0001"] and not files.lease.exists()
+    assert not file_lock._still_named(stale, files.lease)
+    os.close(stale)
+    leases = Leases()
+    leases.take(files)  # the recomputation's lease: a new file under the same name
+    fake_entry(tmp_path, "aa0001", 1000, 3600.0)
+    assert evict(tmp_path, cap_bytes=0)[0] == [] and entries(tmp_path) == {"aa0001"}
+    leases.release()
 
 
 def test_an_evicted_reference_is_recomputed_to_the_same_verdict(tmp_path, monkeypatch):
@@ -50,9 +120,7 @@ def test_an_evicted_reference_is_recomputed_to_the_same_verdict(tmp_path, monkey
                   reference_cache_gib=1e-9) as verifier:
         first = verifier.verify(relu, relu_sol)
         relu_entries = entries(cache)
-        long_ago = time.time() - 2 * (2 * 90.0 + 60.0)  # past the cpu window (90 s timeout)
-        for report in refs_root(cache).glob("*/*/report.json"):
-            os.utime(report, (long_ago, long_ago))
+        # seconds after l1_relu's verification: no longer held, so evicted however recent
         verifier.verify(softmax, Candidate(solution_path("l1_softmax", "triton").read_text()))
         assert relu_entries and not (relu_entries & entries(cache)), "l1_relu's references were not evicted"
         runs = verifier.reference_runs

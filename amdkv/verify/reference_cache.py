@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import amdkv
+from amdkv.verify.file_lock import removable_if_unleased, take_shared_lease
 from amdkv.verify.worker_protocol import ReferenceCaseReport
 
 
@@ -54,6 +55,9 @@ class CaseFiles:
         self.inputs = base / "inputs.pt"
         self.expected = base / "expected.pt"
         self.report = base / "report.json"
+        # beside the entry, not in it: it outlives the entry's eviction (a reader waiting on it then
+        # finds the entry gone and recomputes it), and its empty file is never counted or removed
+        self.lease = base.with_name(f"{key}.lease")
 
     def complete(self) -> bool:
         return self.inputs.is_file() and self.expected.is_file() and self.report.is_file()
@@ -67,10 +71,31 @@ class CaseFiles:
         os.replace(tmp, self.report)
 
 
-# An entry used (read or written) this recently is never evicted: another verification, in this
-# process or another sharing the cache, may be about to read it. The verifier passes twice its
-# candidate timeout plus a minute (references.ReferencesMixin._evict_references).
-EVICT_MIN_AGE_S = 600.0
+class Leases:
+    """The cache entries one verification uses, each held under a shared lease (file_lock) from before
+    its lookup until the candidate is judged. Eviction takes a lease only when nobody holds it, so an
+    entry in use by any process sharing the cache is never removed, however fast the run.
+
+    Why: before, an entry used within twice the candidate timeout plus a minute was kept instead. A
+    KernelBench level-1 shard verifies 25 problems in about four minutes, all inside that window, so
+    its 16-GiB cap removed nothing and the GPU machine's 64-GiB disk filled (2026-12-06: 17 of 25
+    problems infra_error). A verifier that dies holds nothing (the kernel drops its locks)."""
+
+    def __init__(self) -> None:
+        self._fds: list[int] = []
+
+    def take(self, files: CaseFiles) -> None:
+        """Hold `files`' entry for this verification. Waits only while an evictor is renaming the entry
+        away (the caller then finds it incomplete and computes it again)."""
+        files.lease.parent.mkdir(parents=True, exist_ok=True)
+        fd = take_shared_lease(files.lease)
+        if fd is not None:
+            self._fds.append(fd)
+
+    def release(self) -> None:
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            os.close(fd)  # closing the last descriptor of the open file releases its lock
 
 
 def touch(files: CaseFiles) -> None:
@@ -107,12 +132,12 @@ class _Walk:
 _LAST_WALK: dict[str, _Walk] = {}  # by refs/ path; one get or set at a time is atomic in CPython
 
 
-def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, min_age_s: float = EVICT_MIN_AGE_S,
-          now: float | None = None, rewalk_s: float = EVICT_REWALK_S) -> tuple[list[tuple[str, int]], int]:
+def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, now: float | None = None,
+          rewalk_s: float = EVICT_REWALK_S) -> tuple[list[tuple[str, int]], int]:
     """Remove least recently used reference entries until the cache holds at most `cap_bytes`,
-    never one used in the last `min_age_s` seconds. Returns ([(entry key, bytes)] removed, bytes
-    left, or its estimate when no walk was needed). Each entry is renamed away before it is deleted,
-    so a reader sees it whole or not at all.
+    never one a verification holds (`Leases`). Returns ([(entry key, bytes)] removed, bytes
+    left, or its estimate when no walk was needed). Each entry is renamed away under its lease held
+    exclusively, so a reader sees it whole or not at all.
 
     Why: reference outputs are the verifier's biggest files (inputs and float64 goldens of every
     trial): KernelBench level 1 totals hundreds of GB, more than a GPU machine's disk, and a long RL
@@ -136,12 +161,12 @@ def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, min_age_s: float
         estimate = last.total + max(0, last.free - shutil.disk_usage(root).free)
         if estimate <= cap_bytes:
             return [], estimate
-    removed, total = _walk_and_evict(root, cap_bytes, min_age_s, now)
+    removed, total = _walk_and_evict(root, cap_bytes)
     _LAST_WALK[str(root)] = _Walk(at=now, total=total, free=shutil.disk_usage(root).free)
     return removed, total
 
 
-def _walk_and_evict(root: Path, cap_bytes: int, min_age_s: float, now: float) -> tuple[list[tuple[str, int]], int]:
+def _walk_and_evict(root: Path, cap_bytes: int) -> tuple[list[tuple[str, int]], int]:
     entries: list[tuple[float, int, Path]] = []
     for shard in root.iterdir():
         if not shard.is_dir():
@@ -157,15 +182,18 @@ def _walk_and_evict(root: Path, cap_bytes: int, min_age_s: float, now: float) ->
             entries.append((used, _entry_size(entry), entry))
     total = sum(size for _, size, _ in entries)
     removed: list[tuple[str, int]] = []
-    for used, size, entry in sorted(entries, key=lambda e: e[0]):
-        if total <= cap_bytes or now - used < min_age_s:
-            break  # oldest first: every later entry is younger still
+    for _, size, entry in sorted(entries, key=lambda e: e[0]):
+        if total <= cap_bytes:
+            break
         trash = entry.with_name(f".evicted-{entry.name}-{os.getpid()}")
-        try:
-            os.rename(entry, trash)
-        except OSError:  # another process evicted or is rewriting it
-            continue
-        shutil.rmtree(trash, ignore_errors=True)
+        with removable_if_unleased(entry.with_name(f"{entry.name}.lease")) as free:
+            if not free:  # in use (read, judged or being computed) by a verification
+                continue
+            try:
+                os.rename(entry, trash)
+            except OSError:  # another process evicted it meanwhile
+                continue
+        shutil.rmtree(trash, ignore_errors=True)  # after the lease: readers need not wait for the deletion
         total -= size
         removed.append((entry.name, size))
     return removed, total

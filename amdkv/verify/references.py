@@ -24,7 +24,7 @@ from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.pool import Spare, gpu_lock_key
-from amdkv.verify.reference_cache import CaseFiles, case_key, evict, touch
+from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, touch
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, OutputWriteError, ReferenceCaseJob, ReferenceJob,
@@ -98,8 +98,10 @@ class ReferencesMixin:
     def _trials_for(self, case: Any) -> int:
         return self.trials if case.is_correctness else 1
 
-    def _references(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
-        """Reference files per case name, computing the missing ones in a reference worker.
+    def _references(self, task: Task, cases: list[Any], leases: Leases) -> dict[str, dict[str, Any]]:
+        """Reference files per case name, computing the missing ones in a reference worker. Each case's
+        entry is held in `leases` (the caller releases them once the candidate is judged), so no
+        eviction removes it meanwhile.
 
         Several candidates of one task are often verified at once (an eval's samples are adjacent):
         they wait for one reference computation instead of each starting their own.
@@ -115,7 +117,7 @@ class ReferencesMixin:
                 again.timed_out = failed[1]
                 raise again
             try:
-                return self._references_locked(task, cases)
+                return self._references_locked(task, cases, leases)
             except ReferenceFailed as exc:
                 # Only a benchmark's own reference kernel that cannot run on this platform is
                 # remembered; a PyTorch reference that failed (overload, a timeout) is retried by the
@@ -125,7 +127,7 @@ class ReferencesMixin:
                     _REFERENCE_FAILURES[lock_key] = (str(exc), exc.timed_out)
                 raise
 
-    def _references_locked(self, task: Task, cases: list[Any]) -> dict[str, dict[str, Any]]:
+    def _references_locked(self, task: Task, cases: list[Any], leases: Leases) -> dict[str, dict[str, Any]]:
         refs: dict[str, dict[str, Any]] = {}
         missing = []
         for case in cases:
@@ -135,6 +137,7 @@ class ReferencesMixin:
                            timed and (self.compile_baseline or "eager-only"), True)
             files = CaseFiles(key, self.config.cache_path)
             refs[case.name] = {"files": files, "seeds": seeds, "timed": timed}
+            leases.take(files)  # before the lookup: what it finds stays until the candidate is judged
             if files.complete():
                 refs[case.name]["report"] = files.read_report()
                 touch(files)  # recently used: the last to be evicted (reference_cache.evict)
@@ -205,10 +208,8 @@ class ReferencesMixin:
         cap = self.config.reference_cache_gib
         if cap is None:
             return
-        # an entry a verification in flight (in any process sharing the cache) may still read is
-        # kept: its candidate runs at most `timeout`, and the parent reads the outputs after it
-        min_age_s = 2 * self.config.timeout_for(self.platform.interpreter) + 60.0
-        removed, left = evict(self.config.cache_path, int(cap * 2**30), min_age_s=min_age_s)
+        # an entry a verification in flight (in any process sharing the cache) holds is kept
+        removed, left = evict(self.config.cache_path, int(cap * 2**30))
         if removed:
             _LOG.info("reference cache over %.3g GiB: removed %d least recently used entries (%.2f GiB), "
                       "%.2f GiB left", cap, len(removed), sum(n for _, n in removed) / 2**30, left / 2**30)

@@ -37,6 +37,7 @@ from amdkv.verify.judging import (POLICY_EXEMPT_DYNAMIC, RUNTIME_ERROR_FINDINGS,
                                   _same_bits, judge_slots, load_tensor_file)
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import BusySpares, Spare, SparePool
+from amdkv.verify.reference_cache import Leases
 from amdkv.verify.program import (allowed_imports, candidate_part, program_findings, program_spec,
                                   program_text, trusted_first_line)
 from amdkv.verify.references import (BASE_SEED, INIT_SEED, REFERENCE_TIMEOUT, ReferenceFailed,  # noqa: F401
@@ -320,20 +321,25 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         if not cases:
             self.finish(v, UNVERIFIABLE, "no_cases_for_platform", diag=f"task {task.id} has no cases this platform runs")
             return False, None
-        spare = self._take_spare(v)
+        leases = Leases()  # the cached references this verification uses stay until it is judged
         try:
-            t0 = time.monotonic()
-            refs = self._references(task, cases)
-            v.timings["reference_s"] = round(time.monotonic() - t0, 3)
-            if check_references is not None and check_references(refs):
-                return False, None
-            t0 = time.monotonic()
-            with self._busy.using(spare):
-                report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs, extra_job)
-            v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+            spare = self._take_spare(v)
+            try:
+                t0 = time.monotonic()
+                refs = self._references(task, cases, leases)
+                v.timings["reference_s"] = round(time.monotonic() - t0, 3)
+                if check_references is not None and check_references(refs):
+                    return False, None
+                t0 = time.monotonic()
+                with self._busy.using(spare):
+                    report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
+                                                                            extra_job)
+                v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+            finally:
+                spare.cleanup()
+            self._judge(v, task, cases, refs, report, outputs, load_error, proc)
         finally:
-            spare.cleanup()
-        self._judge(v, task, cases, refs, report, outputs, load_error, proc)
+            leases.release()
         return True, report
 
     def static_gate(self, v: Verdict, task: Task, source: str, language: str, label: str) -> bool:
