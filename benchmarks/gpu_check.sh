@@ -37,6 +37,10 @@
 #   gen   `amdkv gen` over every bundled task with a served tiny model and with replay (benchmarks/gen_gpu.py)
 #   gs    decoding speed of the learning run's model, variant by variant (benchmarks/gen_speed.py)
 #   probe TritonBench-G reference crashes, one worker setting changed at a time (benchmarks/crash_probe.py)
+#   clean what earlier calls on this warm machine left: the reference cache's refs/ under AMDKV_CACHE_DIR,
+#         external_gpu's and workers' temp folders, stray verifier processes (not while a learnbg run
+#         lives). Put it first in a call that needs the disk: on 2026-12-06 a KernelBench shard sent
+#         after three calls started with ~20 of 64 GB free and 17 of its 25 problems met a full disk
 # Limits (seconds, env): REFS_S=330 ADV_S=150 FID_S=150 TP_S=420 HIP_S=420 LEARN_S=560 TTHR_S=300
 # DRY_S=120 PROC_S=240 PROBE_S=400 SERVE_S=240 FAULT_S=320 EXT_S=420 GEN_S=400 GS_S=240. JOBS (refs) default 8.
 # The HF libraries the image lacks (datasets, trl, evaluate, fastapi, ...) come as wheels in WHEELS
@@ -57,8 +61,15 @@ STEPS="${STEPS:-refs adv}"
 JOBS="${JOBS:-8}"
 NGPU=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 SUMMARY="$OUT/summary.txt"
+disk_free() { df -h --output=avail "${AMDKV_CACHE_DIR%/*}" 2>/dev/null | tail -1 | tr -d ' '; }
+mem_free() { free -g 2>/dev/null | awk '/^Mem:/ {print $7 "G"}'; }
 { date -u +"%F %T UTC"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1;
-  echo "gpus visible: $NGPU; cpus: $(nproc)"; } > "$SUMMARY"
+  echo "gpus visible: $NGPU; cpus: $(nproc)"
+  # what earlier calls on a warm machine left: free disk where the caches live, and free host memory;
+  # and that disk's file system type (tmpfs: every cached file takes host memory too; not known for
+  # the device machines as of session 20)
+  echo "at start: free disk $(disk_free) ($(df --output=fstype "${AMDKV_CACHE_DIR%/*}" 2>/dev/null | tail -1 | tr -d ' '));" \
+       "free memory $(mem_free)"; } > "$SUMMARY"
 python3 -m amdkv.cli env --json > "$OUT/env.json" 2>&1
 
 LEARNBG=/tmp/amdkv-learnbg
@@ -75,7 +86,7 @@ run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
   learnbg_alive || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
   # the free disk after each step: the KernelBench reference phase of 2026-12-04 failed short writes
   # beside a learning run whose reference cache was not capped, with no record of the disk
-  echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s); free disk $(df -h --output=avail "${AMDKV_CACHE_DIR%/*}" 2>/dev/null | tail -1 | tr -d ' ')" | tee -a "$SUMMARY"
+  echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s); free disk $(disk_free)" | tee -a "$SUMMARY"
 }
 
 run_step_tail() {  # run_step_tail NAME LIMIT_S LINES CMD...   (run_step, then the log's last LINES lines -> summary)
@@ -86,6 +97,15 @@ run_step_tail() {  # run_step_tail NAME LIMIT_S LINES CMD...   (run_step, then t
 
 for step in $STEPS; do
   case "$step" in
+    clean)
+      if learnbg_alive; then
+        echo "step clean: skipped, a learnbg run is alive (its files and workers are in use)" | tee -a "$SUMMARY"
+      else
+        # (CLEAN_KILL=0: the test suite's, whose other tests' workers run beside it)
+        [ "${CLEAN_KILL:-1}" = 0 ] || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
+        rm -rf "$AMDKV_CACHE_DIR/refs" "${CLEAN_TMP:-/tmp}"/external-gpu-* "${CLEAN_TMP:-/tmp}"/amdkv-worker-* 2>/dev/null
+        echo "step clean: free disk $(disk_free); free memory $(mem_free)" | tee -a "$SUMMARY"
+      fi ;;
     refs)
       run_step refs "${REFS_S:-330}" python3 -m amdkv.cli demo --device auto --jobs "$JOBS" \
         --out "$OUT/refs/references.jsonl" ${REFS_FLAGS:-}

@@ -1,7 +1,7 @@
-"""benchmarks/gpu_check.sh's `learnbg`/`learnwait` on this machine (CPU, the learning run's --tiny
+"""benchmarks/gpu_check.sh on this machine. `learnbg`/`learnwait` (CPU, the learning run's --tiny
 plan): the run outlives the call that started it, the call's output pipe is released at once (on the
 H200, 2026-12-04, a subshell holding it kept a call open to its 600-s limit), and a later call
-collects what the run wrote."""
+collects what the run wrote. `clean`: what earlier calls left is removed, and what it freed is said."""
 
 from __future__ import annotations
 
@@ -49,3 +49,21 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_clean_removes_what_earlier_calls_left_and_says_what_is_free(tmp_path: Path) -> None:
+    """The step's process kill is off here (CLEAN_KILL=0): it is run_step's own pattern, and under
+    pytest-xdist it would kill other test files' verifier workers."""
+    cache, tmp = tmp_path / "cache", tmp_path / "tmp"
+    left = [cache / "refs" / "ab" / "abcdef" / "expected.pt", tmp / "external-gpu-x1" / "run_kb" / "f",
+            tmp / "amdkv-worker-1-y" / "scratch" / "o.pt"]
+    kept = [cache / "compile-cache" / "triton" / "k", tmp / "other" / "f"]
+    for path in left + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 1024)
+    out, _ = _gpu_check(tmp_path / "call", "clean", AMDKV_CACHE_DIR=str(cache), CLEAN_TMP=str(tmp),
+                        CLEAN_KILL="0")
+    assert "step clean: free disk" in out and "free memory" in out, out[-2000:]
+    assert not [p for p in left if p.exists()], "clean left earlier calls' files"
+    assert all(p.exists() for p in kept), "clean removed what is not an earlier call's leftover"
+    assert "at start: free disk" in (tmp_path / "call" / "summary.txt").read_text()
