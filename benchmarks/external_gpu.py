@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -58,6 +59,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -70,14 +72,19 @@ from report_files import write_report  # noqa: E402
 
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
 
-# KernelBench level 1's references total hundreds of GB: past this size, entries not used within the
-# verifier's window (2 x --timeout + 60 s) are evicted, oldest first (one candidate per task: none is
-# read again), so a long phase does not fill the GPU machine's 64 GiB disk
+# KernelBench level 1's references total hundreds of GB: past this size, entries no verification holds
+# are evicted, oldest first (one candidate per task: none is read again), so a long phase does not fill
+# the GPU machine's 64 GiB disk (until session 20 only entries unused for 2 x --timeout + 60 s went,
+# none within a 4-minute shard, and 17 of 25 problems met a full disk)
 REFERENCE_CACHE_GIB = 16.0
 # KernelBench's references run as candidates write output files of several GiB (the references' expected
 # files reach 12 GiB: 9_Tall_skinny, 7_Matmul_small_K): past the candidates' default 4-GiB file limit (the
 # OS sandbox's RLIMIT_FSIZE) they would be infra_error. The candidates here are the benchmark's own code.
 KB_CANDIDATE_FILE_GIB = 32.0
+# KernelBench problems with more input than this are verified one at a time (amdkv_phase): one in flight
+# holds its inputs, eager outputs, float64 golden and the candidate's outputs on disk, about 5x its
+# inputs for an elementwise problem (~40 GB for 38_L1Norm_'s 8.6 GB); two problems of 4 GiB fit a 64-GB disk.
+KB_SOLO_ABOVE_BYTES = 4 * 2**30
 DEFAULT_BUDGETS = {"kb": 90.0, "kb_harness": 60.0, "tbg": 150.0, "tbg_harness": 75.0, "rocm": 45.0,
                    "rocm_harness": 45.0}
 
@@ -168,17 +175,25 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def shard_tasks(spec: str, shard: tuple[int, int]) -> list[Any]:
+def shard_tasks(spec: str, shard: tuple[int, int], only: frozenset[str] = frozenset()) -> list[Any]:
     """The suite's tasks of one shard, in the fixed order every call uses: smallest inputs first
     (KernelBench's level 1 moves 8 MB to 17 GB per call, and a budget that ends the phase should cut
-    the largest problems, not a random set; input_bytes: kernelbench loader), every N-th from the I-th."""
+    the largest problems, not a random set; input_bytes: kernelbench loader), every N-th from the I-th;
+    with `only` (`--task`), just those of them (one long task again, on a machine of its own)."""
     from amdkv.tasks.suites import load_suite
 
-    tasks = sorted(load_suite(spec), key=lambda t: (t.metadata.get("input_bytes") or 0, t.id))
-    return tasks[shard[0]::shard[1]]
+    tasks = sorted(load_suite(spec), key=lambda t: (t.metadata.get("input_bytes") or 0, t.id))[shard[0]::shard[1]]
+    if not only:
+        return tasks
+    unknown = sorted(only - {t.id for t in tasks})
+    if unknown:
+        raise SystemExit(f"--task {', '.join(unknown)}: not a task of {spec} shard {shard[0]}/{shard[1]} "
+                         "(`amdkv tasks list --from SPEC` lists the ids)")
+    return [t for t in tasks if t.id in only]
 
 
-def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int]) -> dict[str, Any]:
+def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
+               only: frozenset[str] = frozenset()) -> dict[str, Any]:
     """`--amdkv-from`: the amdkv side of `key` as a finished call measured it (its external_gpu.json),
     with the reference candidates rebuilt from the suite, so that this call runs only the harness
     side (a call whose harness phase was cut keeps its amdkv verdicts; device time is scarce). The
@@ -192,7 +207,7 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int]) -> d
     if entry.get("spec") != spec or entry.get("shard", "0/1") != wanted:
         raise SystemExit(f"--amdkv-from {previous}: its {key} side is {entry.get('spec')} shard {entry.get('shard')}, "
                          f"this call's is {spec} shard {wanted}: run with the same checkout paths and --shard")
-    lines, _ = reference_samples(shard_tasks(spec, shard))
+    lines, _ = reference_samples(shard_tasks(spec, shard, only))
     return {**entry, "from_call": str(previous), "reference_candidates": candidates_by_task(lines)}
 
 
@@ -203,56 +218,67 @@ def candidates_by_task(lines: list[dict[str, Any]]) -> dict[str, str]:
 
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
                 timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
-                shard: tuple[int, int] = (0, 1), file_size_gib: float | None = None) -> dict[str, Any]:
+                shard: tuple[int, int] = (0, 1), file_size_gib: float | None = None,
+                solo_above_bytes: int | None = None, only: frozenset[str] = frozenset()) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
     run folder under `work` (not OUT: only the summaries come back from the GPU machine). With a
     `shard` (I, N), only every N-th task from the I-th: a suite longer than one device call (all 184
     TritonBench-G references on both sides take ~13 minutes) is run over N calls and merged with
-    `--rerender A.json B.json`."""
+    `--rerender A.json B.json`. Tasks whose inputs pass `solo_above_bytes` run one at a time, after
+    the others, within the same budget: a verification in flight holds its reference's files (inputs,
+    outputs, float64 goldens) and the candidate's outputs, ~40 GB for KernelBench's largest, and two
+    of those do not fit a 64-GB disk (session 20)."""
     from amdkv.config import VerifierConfig
     from amdkv.evaluation import EvalSettings, run_eval
     from amdkv.evaluation.reference_samples import reference_samples
 
     t_load = time.monotonic()
-    tasks = shard_tasks(spec, shard)
+    tasks = shard_tasks(spec, shard, only)
     sizes = {t.id: t.metadata.get("input_bytes") for t in tasks}
     lines, missing = reference_samples(tasks)
+    # (concurrency, samples): the tasks whose inputs pass `solo_above_bytes` run one at a time after the
+    # others (in the fixed order, so the budget still cuts the largest last)
+    solo = [x for x in lines if solo_above_bytes is not None and (sizes.get(x["task_id"]) or 0) > solo_above_bytes]
+    groups = [(jobs, [x for x in lines if x not in solo]), (1, solo)]
     run_dir = work / f"run_{name}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    samples = run_dir / "samples.jsonl"
-    samples.write_text("".join(json.dumps(x) + "\n" for x in lines))
     load_s = time.monotonic() - t_load
     t0 = time.monotonic()
-    settings = EvalSettings(suite=spec, samples=str(samples), out=str(run_dir / "run"), ks=(1,), device=device,
-                            jobs=jobs, trials=trials, timeout=timeout, policy=policy, benchmark_verdicts=False,
-                            deadline=t0 + budget, bootstrap=200,
-                            config=VerifierConfig.from_env(compile_baseline=False, verdict_cache=False,
-                                                           cache_dir=str(run_dir / "cache"),
-                                                           reference_cache_gib=REFERENCE_CACHE_GIB,
-                                                           reference_timeout=reference_timeout,
-                                                           **({"sandbox_file_size_gib": file_size_gib}
-                                                              if file_size_gib else {})))
+    outcomes, records = [], []
     try:
-        outcome = run_eval(settings, progress=True)
+        for part, (concurrent, part_lines) in enumerate(g for g in groups if g[1]):
+            samples = run_dir / f"samples{part}.jsonl"
+            samples.write_text("".join(json.dumps(x) + "\n" for x in part_lines))
+            config = VerifierConfig.from_env(compile_baseline=False, verdict_cache=False,
+                                             cache_dir=str(run_dir / "cache"), reference_cache_gib=REFERENCE_CACHE_GIB,
+                                             reference_timeout=reference_timeout,
+                                             **({"sandbox_file_size_gib": file_size_gib} if file_size_gib else {}))
+            settings = EvalSettings(suite=spec, samples=str(samples), out=str(run_dir / f"run{part}"), ks=(1,),
+                                    device=device, jobs=concurrent, trials=trials, timeout=timeout, policy=policy,
+                                    benchmark_verdicts=False, deadline=t0 + budget, bootstrap=200, config=config)
+            outcomes.append(run_eval(settings, progress=True))
+            records += [json.loads(line) for line in (run_dir / f"run{part}" / "results.jsonl").read_text().splitlines()
+                        if line]
         elapsed = time.monotonic() - t0  # the cache's deletion below is not the benchmark's time
     finally:
         # each benchmark's references in a cache of its own, deleted after its phase: on 2026-12-02
         # KernelBench level 1's (GBs per problem) stayed on the 64 GiB disk and the TritonBench-G
         # phase after it failed in ways a full disk explains (docs/gpu.md, Known gaps)
         shutil.rmtree(run_dir / "cache", ignore_errors=True)
-    records = [json.loads(line) for line in (run_dir / "run" / "results.jsonl").read_text().splitlines() if line]
     by_task = {r["task_id"]: r["verdict"] for r in records}
     started = [v for v in by_task.values() if v.get("reason") != NOT_STARTED_BEFORE_DEADLINE]
+    counts = sum((collections.Counter(o.metrics.get("status_counts") or {}) for o in outcomes), collections.Counter())
     return {"spec": spec, "policy": policy, "n_tasks": len(tasks), "load_s": round(load_s, 2),
             "seconds": round(elapsed, 2), "verified": len(started),
             "per_minute": round(60 * len(started) / elapsed, 2) if elapsed else None,
-            "platform": outcome.metrics.get("platform"), "device": outcome.metrics.get("device"),
-            "status_counts": outcome.metrics.get("status_counts"), "no_reference": missing,
+            "platform": outcomes[0].metrics.get("platform"), "device": outcomes[0].metrics.get("device"),
+            "status_counts": dict(counts), "no_reference": missing,
             "trials": trials, "shard": f"{shard[0]}/{shard[1]}",
+            "one_at_a_time": sorted(x["task_id"] for x in solo),
             "tasks": {tid: {**_verdict_row(v), "input_bytes": sizes.get(tid)}
                                         for tid, v in by_task.items()},
             "reference_candidates": candidates_by_task(lines),
-            "metrics": outcome.metrics}
+            "metrics": outcomes[0].metrics if len(outcomes) == 1 else {"parts": [o.metrics for o in outcomes]}}
 
 
 def _verdict_row(v: dict[str, Any]) -> dict[str, Any]:
@@ -283,36 +309,66 @@ def harness_env(site: str | None, pythonpath: list[str]) -> dict[str, str]:
 
 def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: float, per_job_timeout: float,
                 log: Any) -> dict[str, Any]:
-    """Each job: {"task_id", "argv", "env", "cwd"}; one fresh process per job, `workers` at once."""
+    """Each job: {"task_id", "argv", "env", "cwd"}; one fresh process per job, `workers` at once.
+
+    Each job's row goes to `log` as soon as it finishes, whatever the others do: rows written in job
+    order waited for the slowest job ahead of them, and a call cut meanwhile lost every finished
+    row (session 20: ROCmBench's 14 workers ran ~4 minutes and left 0 rows, a ~300-s test first in
+    line). On the way out, by return or by SIGINT from the step's limit, every job process still
+    running is killed with its process group: they run in sessions of their own (so a timeout kills
+    the whole test), and the next call on the machine would otherwise share it with them."""
     t0 = time.monotonic()
     results: dict[str, dict[str, Any]] = {}
+    live: set[subprocess.Popen] = set()
+    lock = threading.Lock()
+    stopping = threading.Event()
 
     def one(job: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        if time.monotonic() - t0 > budget:
-            return job["task_id"], {"ok": False, "not_run": "budget"}
         start = time.monotonic()
-        proc = subprocess.Popen(job["argv"], cwd=job["cwd"], env=job["env"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        with lock:  # (stopping is checked here: no job starts after the kill on the way out)
+            if stopping.is_set() or start - t0 > budget:
+                return job["task_id"], {"ok": False, "not_run": "budget"}
+            proc = subprocess.Popen(job["argv"], cwd=job["cwd"], env=job["env"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+            live.add(proc)
         try:
             stdout, stderr = proc.communicate(timeout=per_job_timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc)
             stdout, stderr = proc.communicate()
             return job["task_id"], {"ok": False, "timeout": per_job_timeout, "wall_s": time.monotonic() - start}
+        finally:
+            with lock:
+                live.discard(proc)
         line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith("HARNESS_RESULT ")), None)
         res = json.loads(line.split(" ", 1)[1]) if line else {"ok": False, "detail": stderr[-1500:]}
         res["wall_s"] = round(time.monotonic() - start, 2)
         return job["task_id"], res
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        for tid, res in pool.map(one, jobs):
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+    try:
+        for done in concurrent.futures.as_completed([pool.submit(one, job) for job in jobs]):
+            tid, res = done.result()
             results[tid] = res
             log.write(json.dumps({"harness": name, "task_id": tid, **res}, default=str) + "\n")
             log.flush()
+    finally:
+        stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        with lock:
+            for proc in live:
+                _kill_group(proc)
     elapsed = time.monotonic() - t0
+    results = {job["task_id"]: results[job["task_id"]] for job in jobs}  # the jobs' order, for the report
     ran = [r for r in results.values() if not r.get("not_run")]
     return {"seconds": round(elapsed, 2), "ran": len(ran), "workers": workers,
             "per_minute": round(60 * len(ran) / elapsed, 2) if elapsed and ran else None, "tasks": results}
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a harness job's process group (it runs in a session of its own); gone already is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def candidate_jobs(candidates: dict[str, str], work: Path, prefix: str, env: dict[str, str], cwd: Path,
@@ -485,7 +541,9 @@ def markdown(report: dict[str, Any]) -> str:
                 f"- **amdkv**: {a['verified']} verified in {a['seconds']} s ({a['per_minute']} candidates/min); "
                 "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items())
                 + (f" (**from an earlier call**, {a['from_call']}: the two sides' times are not of one call)"
-                   if a.get("from_call") else ""),
+                   if a.get("from_call") else "")
+                + (f"; {len(a['one_at_a_time'])} with the largest inputs one at a time, after the others"
+                   if a.get("one_at_a_time") else ""),
                 "- **the benchmark's harness**: " + (h.get("unavailable") or (
                     f"{h['ran']} run before the call was cut (rebuilt from harness.jsonl; no phase time)"
                     if h.get("rebuilt_from") else
@@ -554,6 +612,7 @@ def merge_amdkv(parts: list[dict[str, Any]]) -> dict[str, Any]:
             "n_tasks": sum(p["n_tasks"] for p in parts), "load_s": _summed(parts, "load_s"),
             "per_minute": round(60 * verified / seconds, 2) if seconds else None,
             "no_reference": sorted({t for p in parts for t in p.get("no_reference") or []}),
+            "one_at_a_time": sorted({t for p in parts for t in p.get("one_at_a_time") or []}),
             "shard": "+".join(str(p.get("shard", "0/1")) for p in parts)}
 
 
@@ -622,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
                          "the ones already running, so a phase ends by budget + this)")
     ap.add_argument("--budgets", default="", help="phase=seconds,... (defaults: %s)" % DEFAULT_BUDGETS)
     ap.add_argument("--only", default="kb,tbg,rocm", help="benchmarks to run, in this order: kb,tbg,rocm")
+    ap.add_argument("--task", action="append", default=[],
+                    help="only this task id (repeatable), of the --shard's tasks: a long one again on its own")
     ap.add_argument("--levels", default="1", help="KernelBench levels (the issue asks for level 1)")
     ap.add_argument("--kb-trials", type=int, default=1,
                     help="amdkv's seeded trials for KernelBench (its inputs reach 17 GB per call; each trial's "
@@ -633,6 +694,7 @@ def main(argv: list[str] | None = None) -> int:
         print(rerender(args.rerender, Path(args.out)))
         return 0
     shard = parse_shard(args.shard)
+    only_tasks = frozenset(args.task)
     budgets = dict(DEFAULT_BUDGETS)
     for item in filter(None, args.budgets.split(",")):
         k, _, v = item.partition("=")
@@ -673,14 +735,15 @@ def main(argv: list[str] | None = None) -> int:
     for key, spec, policy, harness_root in plan:
         if args.amdkv_from:
             print(f"== {key}: amdkv's side from {args.amdkv_from} ({spec}, shard {shard[0]}/{shard[1]})", flush=True)
-            amdkv = amdkv_from(args.amdkv_from, key, spec, shard)
+            amdkv = amdkv_from(args.amdkv_from, key, spec, shard, only_tasks)
         else:
             print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
             amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
                                 jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
                                 timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3,
                                 reference_timeout=args.reference_timeout, shard=shard,
-                                file_size_gib=KB_CANDIDATE_FILE_GIB if key == "kb" else None)
+                                file_size_gib=KB_CANDIDATE_FILE_GIB if key == "kb" else None,
+                                solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None, only=only_tasks)
             (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
         print(slowest_tasks(amdkv), flush=True)

@@ -72,6 +72,10 @@ def test_harness_runner_budget_timeout_and_comparison(tmp_path: Path) -> None:
     res = mod.run_harness("fake", jobs, workers=3, budget=60, per_job_timeout=2, log=log)
     assert res["tasks"]["a"]["exec"] is True and res["tasks"]["b"]["exec"] is False
     assert res["tasks"]["c"]["timeout"] == 2 and len(log.getvalue().splitlines()) == 3
+    # rows are written as jobs finish: the slow job "c" is last although it was first in line
+    log = io.StringIO()
+    mod.run_harness("fake", [jobs[2], jobs[0]], workers=2, budget=60, per_job_timeout=2, log=log)
+    assert [json.loads(line)["task_id"] for line in log.getvalue().splitlines()] == ["a", "c"]
     late = mod.run_harness("fake", jobs[:1], workers=1, budget=-1, per_job_timeout=2, log=log)
     assert late["tasks"]["a"] == {"ok": False, "not_run": "budget"} and late["ran"] == 0
     amdkv = {"tasks": {"a": {"status": "ok", "reason": None, "diagnostic": ""},
@@ -259,3 +263,57 @@ def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> N
     assert "shards 0/2+1/2" in md
     with pytest.raises(SystemExit, match="more than one run"):
         mod.rerender([a, a], tmp_path / "twice")
+
+
+def test_large_problems_are_verified_one_at_a_time_after_the_others(tmp_path: Path) -> None:
+    """`solo_above_bytes` (KernelBench: KB_SOLO_ABOVE_BYTES): the problems with more input run with one
+    job, after the others and under the same budget; the phase reports them and merges both runs'
+    verdicts and counts. Real verifications of the fixture problems on `cpu`."""
+    mod = _script()
+    spec = f"kernelbench:{DATA / 'kernelbench'}?levels=1"
+    tasks = mod.shard_tasks(spec, (0, 1))
+    sizes = sorted(t.metadata["input_bytes"] for t in tasks)
+    assert len(sizes) == 2 and sizes[0] < sizes[1]
+    res = mod.amdkv_phase("kb", spec, tmp_path, policy="reference", device="cpu", jobs=2, budget=600,
+                          timeout=None, trials=1, solo_above_bytes=sizes[0])
+    largest = max(tasks, key=lambda t: t.metadata["input_bytes"]).id
+    assert res["one_at_a_time"] == [largest]
+    # `--task`: one task of the shard again on its own; an id the shard lacks is refused by name
+    assert [t.id for t in mod.shard_tasks(spec, (0, 1), frozenset({largest}))] == [largest]
+    with pytest.raises(SystemExit, match="--task level1/nope: not a task of"):
+        mod.shard_tasks(spec, (0, 1), frozenset({"level1/nope"}))
+    assert set(res["tasks"]) == {t.id for t in tasks} and res["status_counts"] == {"ok": 2}
+    assert res["verified"] == 2 and len(res["metrics"]["parts"]) == 2
+    assert sorted(p.name for p in (tmp_path / "run_kb").iterdir()) == ["run0", "run1", "samples0.jsonl",
+                                                                      "samples1.jsonl"]
+    report = {"created": "now", "env": {}, "platform": "cpu", "device": "cpu",
+              "benchmarks": {"kb": mod.benchmark_entry("kb", {**res, "reference_candidates": None},
+                                                       {"unavailable": "not run"})}}
+    assert "1 with the largest inputs one at a time" in mod.markdown(report)
+
+
+HARNESS_CUT = """
+import io, os, signal, subprocess, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from bench_scripts import load_benchmark_script
+mod = load_benchmark_script("external_gpu")
+job = {"task_id": "long", "argv": [sys.executable, "-c", "import time; time.sleep(120)"], "env": None, "cwd": "."}
+# process-directed, as `timeout` sends it (raise_signal would target the timer's thread only)
+threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    mod.run_harness("fake", [job], workers=1, budget=60, per_job_timeout=100, log=io.StringIO())
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_a_harness_phase_cut_by_sigint_leaves_no_job_running(tmp_path: Path) -> None:
+    """The step's limit sends SIGINT: the harness jobs, in sessions of their own, must not outlive it
+    (session 20: a cut call may have left ROCmBench's tests running beside the next call). Real
+    processes; the job's pid is found by its command line."""
+    marker = "time.sleep(120)"
+    proc = subprocess.run([sys.executable, "-c", HARNESS_CUT, str(REPO / "tests")], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert "interrupted" in proc.stdout, proc.stderr[-2000:]
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert not left, f"harness job(s) {left} outlived the interrupted phase"
