@@ -597,8 +597,15 @@ def _summed(parts: list[dict[str, Any]], field: str) -> float | None:
 
 
 def merge_amdkv(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One benchmark's amdkv side over several calls (shards): tasks united (a task in two calls is a
-    mistake in the shards: refused), times and counts summed, the rate recomputed from the sums."""
+    """One benchmark's amdkv side over several calls (shards): tasks united, times and counts summed,
+    the rate recomputed from the sums. A side carried whole by more than one call (two harness-only
+    calls, `--amdkv-from` the same amdkv call, the second with `--task` for what the first's budget
+    cut) counts once; any other task in two calls is a mistake in the shards: refused."""
+    distinct: list[dict[str, Any]] = []
+    for part in parts:
+        if not any(part["tasks"] == seen["tasks"] for seen in distinct):
+            distinct.append(part)
+    parts = distinct
     tasks: dict[str, Any] = {}
     for part in parts:
         twice = sorted(set(tasks) & set(part["tasks"]))

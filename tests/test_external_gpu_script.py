@@ -261,8 +261,17 @@ def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> N
     counts = tbg["comparison"]["counts"]
     assert (counts["both_pass"], counts["harness_only"], counts["amdkv_only"]) == (1, 1, 1)
     assert "shards 0/2+1/2" in md
+    # a shard's amdkv side carried by two harness-only calls (the second with `--task` for what the
+    # first's budget cut) counts once, and the second call's harness rows complete the first's
+    cut = run("cut", {"t1": ok}, "1/2", [{"task_id": "t1", "ok": False, "not_run": "budget"}], 10.0)
+    rest = run("rest", {"t1": ok}, "1/2", [{"task_id": "t1", "exec": True}], 10.0)
+    mod.rerender([a, cut, rest], tmp_path / "resumed")
+    tbg = json.loads((tmp_path / "resumed" / "external_gpu.json").read_text())["benchmarks"]["tbg"]
+    assert tbg["amdkv"]["n_tasks"] == 3 and tbg["amdkv"]["seconds"] == 40.0
+    assert tbg["harness"]["tasks"]["t1"]["exec"] is True and tbg["comparison"]["counts"]["both_pass"] == 2
+    other = run("other", {"t1": bad_row}, "1/2", [], 10.0)  # the same task, another verdict: refused
     with pytest.raises(SystemExit, match="more than one run"):
-        mod.rerender([a, a], tmp_path / "twice")
+        mod.rerender([b, other], tmp_path / "twice")
 
 
 def test_large_problems_are_verified_one_at_a_time_after_the_others(tmp_path: Path) -> None:
