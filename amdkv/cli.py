@@ -470,6 +470,9 @@ def _register_optional_groups() -> None:
     from amdkv.gen.cli import gen_group
 
     main.add_command(gen_group)
+    from amdkv.verify.cache_cli import cache_group
+
+    main.add_command(cache_group)
 
 
 _register_optional_groups()

@@ -90,3 +90,35 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def have_tool(name: str) -> bool:
     return shutil.which(name) is not None
+
+
+LEASE_HOLDER = """
+import sys, time
+from amdkv.verify.reference_cache import CaseFiles, Leases
+leases = Leases()
+leases.take(CaseFiles(sys.argv[1], sys.argv[2]))
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def lease_holder():
+    """Starts processes that hold a reference-cache entry's lease, as a verifier in another process
+    does while it verifies: `hold(cache_dir, key)` returns once the lease is held. Killed at the end."""
+    import subprocess
+    import sys
+
+    procs: list[subprocess.Popen] = []
+
+    def hold(cache_dir, key: str) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", LEASE_HOLDER, key, str(cache_dir)], stdout=subprocess.PIPE,
+                                text=True)
+        procs.append(proc)
+        assert proc.stdout.readline().strip() == "held"
+        return proc
+
+    yield hold
+    for proc in procs:
+        proc.kill()
+        proc.wait()

@@ -6,12 +6,8 @@ Real files, real processes holding real locks, and a real verifier (cpu); ages a
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
-
-import pytest
 
 from amdkv.tasks.builtin import solution_path, task_path
 from amdkv.tasks.loader import load_task
@@ -47,42 +43,13 @@ def test_least_recently_used_go_first_and_a_recent_unheld_one_too(tmp_path):
     assert not list(refs_root(tmp_path).glob("*/*.lease")), "eviction leaves its lease files behind"
 
 
-HOLDER = """
-import sys, time
-from amdkv.verify.reference_cache import CaseFiles, Leases
-leases = Leases()
-leases.take(CaseFiles(sys.argv[1], sys.argv[2]))
-print("held", flush=True)
-time.sleep(120)
-"""
-
-
-@pytest.fixture
-def held_by_another_process(tmp_path):
-    """Starts a process that holds an entry's lease, as a verifier in another process does while it
-    verifies; yields a function that starts one for a key."""
-    procs = []
-
-    def hold(key: str) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-c", HOLDER, key, str(tmp_path)], stdout=subprocess.PIPE,
-                                text=True)
-        procs.append(proc)
-        assert proc.stdout.readline().strip() == "held"
-        return proc
-
-    yield hold
-    for proc in procs:
-        proc.kill()
-        proc.wait()
-
-
-def test_an_entry_held_by_any_verification_is_never_evicted(tmp_path, held_by_another_process):
+def test_an_entry_held_by_any_verification_is_never_evicted(tmp_path, lease_holder):
     old = 3 * 3600.0
     for key in ("aa0001", "aa0002", "bb0003"):
         fake_entry(tmp_path, key, 1000, old)
     mine = Leases()
     mine.take(CaseFiles("aa0002", tmp_path))
-    other = held_by_another_process("aa0001")
+    other = lease_holder(tmp_path, "aa0001")
     removed, left = evict(tmp_path, cap_bytes=0)
     assert [k for k, _ in removed] == ["bb0003"], "a held entry was evicted, or the free one was not"
     assert entries(tmp_path) == {"aa0001", "aa0002"}
