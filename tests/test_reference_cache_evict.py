@@ -116,3 +116,22 @@ def test_no_walk_while_the_last_one_says_the_cache_is_far_under_its_cap(tmp_path
     assert len(walks) == 2, "no walk after the re-walk interval"
     removed, _ = evict(tmp_path, cap_bytes=500, now=t0 + reference_cache.EVICT_REWALK_S + 2)
     assert len(walks) == 3 and [k for k, _ in removed] == ["aa0001"], "a cap below the last total must walk"
+
+
+def test_concurrent_verifications_under_a_zero_cap_all_judge_their_own_references(tmp_path, monkeypatch):
+    """With a cap below any entry, every new reference computation evicts every entry nobody holds,
+    while other verifications of this verifier are between their lookup and their judging. Each must
+    still read the files it looked up: every verdict is `ok`, none an infra_error from a vanished file
+    (without leases, an entry could go between a verification's lookup and its judge's read)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(cache))
+    ids = ["l1_relu", "l1_sum_lastdim", "l1_softmax", "l1_gelu_tanh"]
+    with Verifier("cpu", jobs=2, trials=1, verdict_cache=False, compile_baseline=False,
+                  reference_cache_gib=1e-9) as verifier:
+        futures = [verifier.submit(load_task(task_path(t)), Candidate(solution_path(t, "triton").read_text()))
+                   for t in ids * 2]
+        verdicts = [f.result() for f in futures]
+        runs = verifier.reference_runs
+    assert [v.status for v in verdicts] == ["ok"] * len(ids) * 2, [(v.task_id, v.status, v.reason) for v in verdicts]
+    assert runs >= len(ids), "each task's references were computed at least once"
+    assert len(entries(cache)) < 2 * len(ids), "the zero cap evicted nothing"
