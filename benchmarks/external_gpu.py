@@ -238,23 +238,24 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     lines, missing = reference_samples(tasks)
     # (concurrency, samples): the tasks whose inputs pass `solo_above_bytes` run one at a time after the
     # others (in the fixed order, so the budget still cuts the largest last)
-    solo = [x for x in lines if solo_above_bytes is not None and (sizes.get(x["task_id"]) or 0) > solo_above_bytes]
-    groups = [(jobs, [x for x in lines if x not in solo]), (1, solo)]
+    alone = {x["task_id"] for x in lines
+             if solo_above_bytes is not None and (sizes.get(x["task_id"]) or 0) > solo_above_bytes}
+    solo = [x for x in lines if x["task_id"] in alone]
+    groups = [(jobs, [x for x in lines if x["task_id"] not in alone]), (1, solo)]
     run_dir = work / f"run_{name}"
     run_dir.mkdir(parents=True, exist_ok=True)
     load_s = time.monotonic() - t_load
     t0 = time.monotonic()
+    config = VerifierConfig.from_env(compile_baseline=False, verdict_cache=False, cache_dir=str(run_dir / "cache"),
+                                     reference_cache_gib=REFERENCE_CACHE_GIB, reference_timeout=reference_timeout,
+                                     **({"sandbox_file_size_gib": file_size_gib} if file_size_gib else {}))
     outcomes, records = [], []
     try:
-        for part, (concurrent, part_lines) in enumerate(g for g in groups if g[1]):
+        for part, (at_once, part_lines) in enumerate(g for g in groups if g[1]):
             samples = run_dir / f"samples{part}.jsonl"
             samples.write_text("".join(json.dumps(x) + "\n" for x in part_lines))
-            config = VerifierConfig.from_env(compile_baseline=False, verdict_cache=False,
-                                             cache_dir=str(run_dir / "cache"), reference_cache_gib=REFERENCE_CACHE_GIB,
-                                             reference_timeout=reference_timeout,
-                                             **({"sandbox_file_size_gib": file_size_gib} if file_size_gib else {}))
             settings = EvalSettings(suite=spec, samples=str(samples), out=str(run_dir / f"run{part}"), ks=(1,),
-                                    device=device, jobs=concurrent, trials=trials, timeout=timeout, policy=policy,
+                                    device=device, jobs=at_once, trials=trials, timeout=timeout, policy=policy,
                                     benchmark_verdicts=False, deadline=t0 + budget, bootstrap=200, config=config)
             outcomes.append(run_eval(settings, progress=True))
             records += [json.loads(line) for line in (run_dir / f"run{part}" / "results.jsonl").read_text().splitlines()
