@@ -78,7 +78,10 @@ SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
                 "hostinputs": ("AMDKV_RESIDENT_INPUTS",)}
 # `phase:seed` turns the prebuilt Triton driver helper on whatever the caller's environment says (it was
 # off by default from session 12's crashes to session 18's green probe: docs/gpu.md, Known gaps)
-SWITCHED_ON = {"seed": ("AMDKV_SEED_TRITON_STUBS",)}
+SWITCHED_ON = {"seed": ("AMDKV_SEED_TRITON_STUBS",),
+               # `phase:launchers`: Triton's launchers built once per signature by the parent (session 20,
+               # off by default until measured: verify/triton_launchers.py)
+               "launchers": ("AMDKV_SHARE_TRITON_LAUNCHERS",)}
 
 
 # verdict timings worker_<X>_s that are not job phases besides worker_startup_* and the CPU figures: the

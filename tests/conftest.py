@@ -122,3 +122,26 @@ def lease_holder():
     for proc in procs:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def fake_libcuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty shared library named libcuda.so.1 in place of the NVIDIA driver's, for building
+    Triton's C helpers (driver stub, launchers) on this machine: they link against it, and nothing
+    here loads what is built. The driver stub's per-process memo is cleared around the test."""
+    import subprocess
+
+    pytest.importorskip("triton", reason="Triton's C helpers are Triton's")
+    from triton.backends.nvidia import driver as nv
+
+    from amdkv.verify import triton_stubs
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    empty = tmp_path / "empty.c"
+    empty.write_text("int amdkv_placeholder;\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", str(empty), "-o", str(lib / "libcuda.so.1")], check=True)
+    monkeypatch.setattr(nv, "library_dirs", lambda: [str(lib)])
+    triton_stubs.cuda_driver_stub.cache_clear()
+    yield lib
+    triton_stubs.cuda_driver_stub.cache_clear()

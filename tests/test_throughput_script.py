@@ -10,14 +10,14 @@ tp = load_benchmark_script("throughput")
 
 
 def test_phase_options_switch_settings_off_and_on() -> None:
-    assert tp.phase_environment([]) == {"AMDKV_BLOCKING_SYNC": None, "AMDKV_SEED_TRITON_STUBS": None,
-                                        "AMDKV_RESIDENT_INPUTS": None}
+    untouched = {"AMDKV_BLOCKING_SYNC": None, "AMDKV_SEED_TRITON_STUBS": None, "AMDKV_RESIDENT_INPUTS": None,
+                 "AMDKV_SHARE_TRITON_LAUNCHERS": None}
+    assert tp.phase_environment([]) == untouched
     assert tp.phase_environment(["base"])["AMDKV_SEED_TRITON_STUBS"] == "0"
-    assert tp.phase_environment(["seed"]) == {"AMDKV_BLOCKING_SYNC": None, "AMDKV_SEED_TRITON_STUBS": "1",
-                                              "AMDKV_RESIDENT_INPUTS": None}
+    assert tp.phase_environment(["seed"]) == {**untouched, "AMDKV_SEED_TRITON_STUBS": "1"}
     assert tp.phase_environment(["hostinputs"])["AMDKV_RESIDENT_INPUTS"] == "0"
-    assert tp.phase_environment(["noseed"]) == {"AMDKV_BLOCKING_SYNC": None, "AMDKV_SEED_TRITON_STUBS": "0",
-                                                "AMDKV_RESIDENT_INPUTS": None}
+    assert tp.phase_environment(["noseed"]) == {**untouched, "AMDKV_SEED_TRITON_STUBS": "0"}
+    assert tp.phase_environment(["launchers"]) == {**untouched, "AMDKV_SHARE_TRITON_LAUNCHERS": "1"}
 
 
 def test_unphased_time_is_per_candidate_and_leaves_out_what_is_not_a_job_phase() -> None:

@@ -1,14 +1,13 @@
 """The Triton driver helper the parent builds once for every spare (amdkv/verify/triton_stubs.py).
 
 This machine has no NVIDIA driver, so `libcuda.so.1` is played by an empty shared library of that
-name (the helper links against it; nothing here loads the result). What is real: Triton's own
-helper source, gcc, and Triton's cache lookup, which must find the seeded copy under the key a
-worker's Triton computes, or every spare would still run gcc.
+name (conftest's `fake_libcuda`: the helper links against it; nothing here loads the result). What is
+real: Triton's own helper source, gcc, and Triton's cache lookup, which must find the seeded copy
+under the key a worker's Triton computes, or every spare would still run gcc.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -18,19 +17,6 @@ pytest.importorskip("triton", reason="the stub is Triton's own C helper")
 from triton.backends.nvidia import driver as nv  # noqa: E402
 
 from amdkv.verify import triton_stubs  # noqa: E402
-
-
-@pytest.fixture
-def fake_libcuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    empty = tmp_path / "empty.c"
-    empty.write_text("int amdkv_placeholder;\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", str(empty), "-o", str(lib / "libcuda.so.1")], check=True)
-    monkeypatch.setattr(nv, "library_dirs", lambda: [str(lib)])
-    triton_stubs.cuda_driver_stub.cache_clear()
-    yield lib
-    triton_stubs.cuda_driver_stub.cache_clear()
 
 
 def test_seeded_helper_is_found_by_tritons_own_cache_lookup(tmp_path, fake_libcuda, monkeypatch):

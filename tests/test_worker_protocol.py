@@ -59,7 +59,8 @@ def _candidate_report() -> WorkerReport:
                                timing={"ms": 0.5, "calls": 55, "method": "cuda_events+l2_flush", "wall_s": 0.2})
     result = CandidateResult(cases=[case], error=None, file_violations=[], captures=[{"kernel": "k"}],
                              kernels={"k": 3}, stdout_tail="hi", import_s=0.1, phase_s={"import": 0.1},
-                             phase_cpu_s={"import": 0.1}, phase_children_cpu_s={"import": 0.0})
+                             phase_cpu_s={"import": 0.1}, phase_children_cpu_s={"import": 0.0},
+                             launcher_signatures=[["*fp32", "i32", "constexpr"]])
     return WorkerReport(result=result, fatal=None, **_envelope())
 
 

@@ -198,7 +198,17 @@ def seeds_triton_stub(platform: PlatformInfo, config: VerifierConfig, extra_env:
     """Whether a spare gets the parent's prebuilt Triton driver helper: on NVIDIA, when asked, and only
     into its own Triton cache. A reference worker's cache is shared with the running ones (`extra_env`
     sets it): seeding there rewrote a library they had loaded, and they died (triton_stubs.py)."""
-    return platform.name == "cuda" and config.seed_triton_stubs and "TRITON_CACHE_DIR" not in (extra_env or {})
+    return config.seed_triton_stubs and _own_triton_cache(platform, extra_env)
+
+
+def seeds_triton_launchers(platform: PlatformInfo, config: VerifierConfig, extra_env: dict[str, str] | None) -> bool:
+    """Whether a spare gets the parent's shared Triton launchers (triton_launchers.py): the same rule."""
+    return config.share_triton_launchers and _own_triton_cache(platform, extra_env)
+
+
+def _own_triton_cache(platform: PlatformInfo, extra_env: dict[str, str] | None) -> bool:
+    """On NVIDIA, a spare whose Triton cache is its own (not the references' shared one)."""
+    return platform.name == "cuda" and "TRITON_CACHE_DIR" not in (extra_env or {})
 
 
 class Spare:
@@ -231,6 +241,10 @@ class Spare:
             from amdkv.verify.triton_stubs import seed_spare_cache
 
             seed_spare_cache(env["TRITON_CACHE_DIR"], str(config.cache_path / "triton-stubs"))
+        if seeds_triton_launchers(platform, config, extra_env):  # the gcc run per signature every candidate repeats
+            from amdkv.verify.triton_launchers import LAUNCHERS_DIR, seed_launchers
+
+            seed_launchers(env["TRITON_CACHE_DIR"], config.cache_path / LAUNCHERS_DIR)
         self.started = time.monotonic()
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
         self._env = env

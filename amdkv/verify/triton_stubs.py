@@ -60,25 +60,31 @@ def cuda_driver_stub(cache_root: str) -> tuple[str, str] | None:
 def _build_stub(cache_root: str) -> tuple[str, str] | None:
     try:
         from triton.backends.nvidia import driver as nv
-        from triton.runtime.build import _build, platform_key
-        from triton.runtime.cache import _base32
 
-        src = Path(nv.dirname, "driver.c").read_text()
-        # the folder name Triton's FileCacheManager uses for compile_module_from_src's key
-        key = _base32(hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest())
-        name = "cuda_utils" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
-        dest = Path(cache_root, key, name)
-        if not dest.is_file():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(prefix="amdkv-stub-") as tmp:
-                c_file = Path(tmp, "cuda_utils.c")
-                c_file.write_text(src)
-                so = _build("cuda_utils", str(c_file), tmp, nv.library_dirs(), list(nv.include_dirs),
-                            list(nv.libraries), [])
-                _copy_atomically(so, dest)  # another process's reader sees all or nothing
-        return key, str(dest)
+        return build_cached_module("cuda_utils", Path(nv.dirname, "driver.c").read_text(), cache_root)
     except Exception:  # noqa: BLE001 - speed only: without the stub a spare compiles its own
         return None
+
+
+def build_cached_module(name: str, src: str, cache_root: str) -> tuple[str, str]:
+    """Build Triton's C module `name` from `src` (Triton's own source, never a candidate's) the way
+    `triton.runtime.build.compile_module_from_src` does, into `<cache_root>/<key>/<name><suffix>`:
+    the folder name Triton's FileCacheManager uses for that source's key, so a copy of the folder in a
+    worker's cache is found there. Returns (key, path); raises where it cannot be built here."""
+    from triton.backends.nvidia import driver as nv
+    from triton.runtime.build import _build, platform_key
+    from triton.runtime.cache import _base32
+
+    key = _base32(hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest())
+    dest = Path(cache_root, key, name + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    if not dest.is_file():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="amdkv-stub-") as tmp:
+            c_file = Path(tmp, f"{name}.c")
+            c_file.write_text(src)
+            so = _build(name, str(c_file), tmp, nv.library_dirs(), list(nv.include_dirs), list(nv.libraries), [])
+            _copy_atomically(so, dest)  # another process's reader sees all or nothing
+    return key, str(dest)
 
 
 def seed_spare_cache(triton_cache_dir: str, cache_root: str) -> bool:

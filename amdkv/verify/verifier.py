@@ -340,6 +340,10 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             self._judge(v, task, cases, refs, report, outputs, load_error, proc)
         finally:
             leases.release()
+        if self.config.share_triton_launchers and report is not None and isinstance(report.result, CandidateResult):
+            from amdkv.verify.triton_launchers import library_for
+
+            library_for(str(self.config.cache_path)).offer(report.result.launcher_signatures)
         return True, report
 
     def static_gate(self, v: Verdict, task: Task, source: str, language: str, label: str) -> bool:

@@ -398,7 +398,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                         "post_timing_check", "save_outputs"), wall_only=("lock_wait", "lock_held"))
     report = CandidateResult(cases=[], error=None, file_violations=[], captures=[], kernels={}, stdout_tail="",
                              import_s=None, phase_s=clock.wall, phase_cpu_s=clock.cpu,
-                             phase_children_cpu_s=clock.children_cpu)
+                             phase_children_cpu_s=clock.children_cpu, launcher_signatures=[])
     # 1. Everything the candidate may use is loaded before its code runs.
     with clock.phase("load_inputs"):
         case_inputs = {c.name: torch.load(c.inputs_file, weights_only=True) for c in job.cases}
@@ -439,6 +439,12 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
 
         bounds = InterpreterBoundsChecker()
         bounds.install()
+    else:
+        # the signatures of Triton's launcher builds from here on go into the report (the parent may
+        # build each once for later spares: triton_launchers.py); recorded before the candidate exists
+        from amdkv.verify.triton_launchers import record_launcher_signatures
+
+        report.launcher_signatures = record_launcher_signatures()
     # Importing the candidate makes importlib probe `__pycache__/<name>.cpython-XY.pyc` beside it.
     # That probe is not the candidate's doing (it made every candidate outside the package dir
     # a `sandbox_violation`), but the .pyc must not be read either: a planted .pyc would run code

@@ -330,6 +330,9 @@ class CandidateResult(Message):
     phase_s: dict[str, float]  # wall seconds per job phase: verdict timings worker_<phase>_s
     phase_cpu_s: dict[str, float]  # host CPU per phase: worker_<phase>_cpu_s
     phase_children_cpu_s: dict[str, float]  # compilers' (gcc, ptxas) share: worker_<phase>_children_cpu_s
+    # argument signatures of the Triton launchers built in the job (untrusted: triton_launchers.py
+    # validates them before the parent builds any)
+    launcher_signatures: list[list[str]]
 
 
 class OutputWriteError(OSError):
