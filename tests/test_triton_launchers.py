@@ -94,3 +94,19 @@ def test_only_a_spares_own_triton_cache_gets_launchers_and_only_when_asked() -> 
     assert seeds_triton_launchers(cuda, on, None) and not seeds_triton_launchers(cpu, on, None)
     assert not seeds_triton_launchers(cuda, on, {"TRITON_CACHE_DIR": "/shared/compile-cache/triton"})
     assert not seeds_triton_launchers(cuda, VerifierConfig(), None)
+
+
+def test_what_a_worker_reports_is_plain_whatever_the_candidate_put_in_the_list() -> None:
+    """The recorded list lives in the candidate's process: the report keeps lists of strings only (a
+    report that cannot be written as JSON would make the candidate's verdict a harness failure)."""
+    import json
+
+    class Loud(list):
+        def __iter__(self):
+            raise RuntimeError("made to raise")
+
+    junk = [["*fp32", object(), "i32"], "x", [1, 2], *[["i32"]] * 40]
+    plain = tl.plain_signatures(junk)
+    assert plain[0] == ["*fp32", "i32"] and plain[1] == [] and len(plain) <= tl.MAX_SIGNATURES_PER_REPORT
+    json.dumps(plain)
+    assert tl.plain_signatures(Loud([["i32"]])) == [] and tl.plain_signatures(None) == []

@@ -77,6 +77,17 @@ def record_launcher_signatures() -> list[list[str]]:
     return seen
 
 
+def plain_signatures(recorded: Any) -> list[list[str]]:
+    """What a worker reports of its recorded signatures: lists of strings only, at most
+    MAX_SIGNATURES_PER_REPORT. The list lived in the candidate's process, which may have put anything
+    in it; a report that cannot be written would turn the candidate's verdict into a harness failure."""
+    try:
+        items = list(recorded)[:MAX_SIGNATURES_PER_REPORT] if isinstance(recorded, list) else []
+        return [[t for t in s if type(t) is str] for s in items if type(s) is list]
+    except Exception:  # noqa: BLE001 - a list made to raise on iteration: report none
+        return []
+
+
 def launcher_source(signature: list[str]) -> str:
     """Triton's launcher source for `signature` (trusted code, validated types)."""
     from triton.backends.nvidia import driver

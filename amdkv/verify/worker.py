@@ -251,6 +251,9 @@ def serve(channel: Any, forked: bool = False) -> int:
         result = worker_jobs.run_candidate_job(job) if isinstance(job, CandidateJob) else \
             worker_jobs.run_reference_job(job)
         if isinstance(result, CandidateResult):  # verdict timings worker_prepare_s (_cpu_s, _children_cpu_s)
+            from amdkv.verify.triton_launchers import plain_signatures
+
+            result.launcher_signatures = plain_signatures(result.launcher_signatures)
             result.phase_s.update(prepare.wall)
             result.phase_cpu_s.update(prepare.cpu)
             result.phase_children_cpu_s.update(prepare.children_cpu)
