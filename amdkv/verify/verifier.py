@@ -37,9 +37,9 @@ from amdkv.verify.judging import (POLICY_EXEMPT_DYNAMIC, RUNTIME_ERROR_FINDINGS,
                                   _same_bits, judge_slots, load_tensor_file)
 from amdkv.verify.platform import PlatformInfo, detect_platform
 from amdkv.verify.pool import BusySpares, Spare, SparePool
-from amdkv.verify.reference_cache import Leases
 from amdkv.verify.program import (allowed_imports, candidate_part, program_findings, program_spec,
                                   program_text, trusted_first_line)
+from amdkv.verify.reference_cache import Leases
 from amdkv.verify.references import (BASE_SEED, INIT_SEED, REFERENCE_TIMEOUT, ReferenceFailed,  # noqa: F401
                                      ReferencesMixin)
 from amdkv.verify.speed import SpeedMixin
