@@ -49,12 +49,10 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -70,6 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from report_files import write_report  # noqa: E402
 
+from amdkv.process import kill_group  # noqa: E402
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
 
 # KernelBench level 1's references total hundreds of GB: past this size, entries no verification holds
@@ -335,7 +334,7 @@ def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: 
         try:
             stdout, stderr = proc.communicate(timeout=per_job_timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             stdout, stderr = proc.communicate()
             return job["task_id"], {"ok": False, "timeout": per_job_timeout, "wall_s": time.monotonic() - start}
         finally:
@@ -358,18 +357,12 @@ def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: 
         pool.shutdown(wait=False, cancel_futures=True)
         with lock:
             for proc in live:
-                _kill_group(proc)
+                kill_group(proc)
     elapsed = time.monotonic() - t0
     results = {job["task_id"]: results[job["task_id"]] for job in jobs}  # the jobs' order, for the report
     ran = [r for r in results.values() if not r.get("not_run")]
     return {"seconds": round(elapsed, 2), "ran": len(ran), "workers": workers,
             "per_minute": round(60 * len(ran) / elapsed, 2) if elapsed and ran else None, "tasks": results}
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL a harness job's process group (it runs in a session of its own); gone already is fine."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def candidate_jobs(candidates: dict[str, str], work: Path, prefix: str, env: dict[str, str], cwd: Path,

@@ -56,12 +56,11 @@ def cache_info(cache_dir: str | None, as_json: bool) -> None:
 def cache_prune(refs_gib: float, cache_dir: str | None, as_json: bool) -> None:
     """Remove reference entries down to --refs-gib. Safe while verifiers run: an entry any verification
     holds is kept (and said), and a removed one is recomputed, to the same values, when next needed."""
-    from amdkv.verify.cache_usage import cache_usage, prune_references
+    from amdkv.verify.cache_usage import count_reference_entries, prune_references
 
     folder = _cache_dir(cache_dir)
-    before = cache_usage(folder).reference_entries
     removed, left = prune_references(folder, refs_gib)
-    kept = before - len(removed)
+    kept = count_reference_entries(folder)  # refs/ only: not the whole cache's walk `info` makes
     freed = sum(n for _, n in removed)
     if as_json:
         click.echo(json.dumps({"cache_dir": folder, "removed": [{"key": k, "bytes": n} for k, n in removed],

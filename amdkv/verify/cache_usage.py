@@ -14,7 +14,8 @@ import os
 import shutil
 from pathlib import Path
 
-from amdkv.verify.reference_cache import evict, refs_root
+from amdkv.verify.reference_cache import evict, folder_usage, reference_entries, refs_root
+from amdkv.verify.triton_launchers import LAUNCHERS_DIR
 
 # The cache folder's parts (config.cache_dir), with what each holds and what deleting it costs.
 CACHE_PARTS: dict[str, str] = {
@@ -23,6 +24,8 @@ CACHE_PARTS: dict[str, str] = {
     "hipbuild": "HIP candidates' builds and the host precompiled header: rebuilt when missing",
     "compile-cache": "the references' torch.compile and Triton caches: recompiled when missing",
     "triton-stubs": "Triton's driver helper built once for every worker: rebuilt when missing",
+    LAUNCHERS_DIR: "Triton's kernel launchers built once per signature (AMDKV_SHARE_TRITON_LAUNCHERS): rebuilt "
+                   "when missing",
     # in the default cache folder (~/.cache/amdkv) beside the verifier's own parts
     "external": "external benchmarks' tasks as loaded (tasks/external): loaded again when missing",
     "procedural": "procedural tasks written out (tasks/procedural): written again when missing",
@@ -56,21 +59,6 @@ class CacheUsage:
                 "parts": [dataclasses.asdict(p) for p in self.parts]}
 
 
-def _folder_usage(folder: Path) -> tuple[int, int]:
-    """(bytes, files) under `folder`; files removed while walking count nothing (a verifier may be
-    evicting or replacing them)."""
-    total = files = 0
-    for root, _, names in os.walk(folder):
-        for name in names:
-            try:
-                st = os.lstat(os.path.join(root, name))
-            except OSError:
-                continue
-            total += st.st_size
-            files += 1
-    return total, files
-
-
 def cache_usage(cache_dir: str | os.PathLike[str]) -> CacheUsage:
     """Sizes of the cache's parts (any other folder in it is listed as `other: NAME`)."""
     root = Path(cache_dir)
@@ -81,14 +69,16 @@ def cache_usage(cache_dir: str | os.PathLike[str]) -> CacheUsage:
             path = root / name
             if not path.exists():
                 continue
-            size, files = _folder_usage(path) if path.is_dir() else (path.stat().st_size, 1)
+            size, files = folder_usage(path) if path.is_dir() else (path.stat().st_size, 1)
             parts.append(PartUsage(name=name, bytes=size, files=files,
                                    about=CACHE_PARTS.get(name, "not a part amdkv knows")))
-    refs = refs_root(root)
-    entries = sum(1 for shard in refs.iterdir() if shard.is_dir()
-                  for e in shard.iterdir() if e.is_dir() and not e.name.startswith(".")) if refs.is_dir() else 0
     free = shutil.disk_usage(root).free if root.is_dir() else None
-    return CacheUsage(cache_dir=str(root), parts=parts, reference_entries=entries, free_bytes=free)
+    return CacheUsage(cache_dir=str(root), parts=parts, reference_entries=count_reference_entries(root),
+                      free_bytes=free)
+
+
+def count_reference_entries(cache_dir: str | os.PathLike[str]) -> int:
+    return sum(1 for _ in reference_entries(refs_root(cache_dir)))
 
 
 def prune_references(cache_dir: str | os.PathLike[str], keep_gib: float) -> tuple[list[tuple[str, int]], int]:

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Iterator
 
 import amdkv
 from amdkv.verify.file_lock import removable_if_unleased, take_shared_lease
@@ -55,9 +56,7 @@ class CaseFiles:
         self.inputs = base / "inputs.pt"
         self.expected = base / "expected.pt"
         self.report = base / "report.json"
-        # beside the entry, not in it: it outlives the entry's eviction (a reader waiting on it then
-        # finds the entry gone and recomputes it), and its empty file is never counted or removed
-        self.lease = base.with_name(f"{key}.lease")
+        self.lease = lease_path(base)
 
     def complete(self) -> bool:
         return self.inputs.is_file() and self.expected.is_file() and self.report.is_file()
@@ -69,6 +68,12 @@ class CaseFiles:
         tmp = self.report.with_suffix(".tmp")
         tmp.write_text(report.to_json())
         os.replace(tmp, self.report)
+
+
+def lease_path(entry: Path) -> Path:
+    """An entry's lease file: beside the entry, not in it, so it outlives the entry's eviction (a reader
+    waiting on it then finds the entry gone and recomputes it) and is never counted in its size."""
+    return entry.with_name(f"{entry.name}.lease")
 
 
 class Leases:
@@ -105,14 +110,28 @@ def touch(files: CaseFiles) -> None:
         os.utime(files.report)
 
 
-def _entry_size(entry: Path) -> int:
-    total = 0
-    for path in entry.rglob("*"):
-        # a file removed under us (a concurrent eviction, a finished computation) counts nothing
-        with contextlib.suppress(OSError):
-            if path.is_file():
-                total += path.stat().st_size
-    return total
+def folder_usage(folder: Path) -> tuple[int, int]:
+    """(bytes, files) under `folder`. A file removed while walking (a concurrent eviction, a finished
+    computation) counts nothing."""
+    total = files = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            total += st.st_size
+            files += 1
+    return total, files
+
+
+def reference_entries(root: Path) -> Iterator[Path]:
+    """The entry folders of `refs/` (`root`), without the ones being evicted (`.evicted-*`)."""
+    if not root.is_dir():
+        return
+    for shard in root.iterdir():
+        if shard.is_dir():
+            yield from (e for e in shard.iterdir() if e.is_dir() and not e.name.startswith("."))
 
 
 # A full walk of refs/ costs ~0.25 ms per entry here (1.2-1.3 s for 5,000 entries on the 2-core dev
@@ -168,25 +187,20 @@ def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, now: float | Non
 
 def _walk_and_evict(root: Path, cap_bytes: int) -> tuple[list[tuple[str, int]], int]:
     entries: list[tuple[float, int, Path]] = []
-    for shard in root.iterdir():
-        if not shard.is_dir():
+    for entry in reference_entries(root):
+        try:
+            report = entry / "report.json"
+            used = report.stat().st_mtime if report.is_file() else entry.stat().st_mtime
+        except OSError:
             continue
-        for entry in shard.iterdir():
-            if not entry.is_dir() or entry.name.startswith("."):
-                continue
-            try:
-                report = entry / "report.json"
-                used = report.stat().st_mtime if report.is_file() else entry.stat().st_mtime
-            except OSError:
-                continue
-            entries.append((used, _entry_size(entry), entry))
+        entries.append((used, folder_usage(entry)[0], entry))
     total = sum(size for _, size, _ in entries)
     removed: list[tuple[str, int]] = []
     for _, size, entry in sorted(entries, key=lambda e: e[0]):
         if total <= cap_bytes:
             break
         trash = entry.with_name(f".evicted-{entry.name}-{os.getpid()}")
-        with removable_if_unleased(entry.with_name(f"{entry.name}.lease")) as free:
+        with removable_if_unleased(lease_path(entry)) as free:
             if not free:  # in use (read, judged or being computed) by a verification
                 continue
             try:

@@ -16,7 +16,7 @@ Why this shares nothing a candidate made:
   is untrusted data: every type must be one of Triton's scalar or pointer type names
   (`valid_signature`), or the signature is ignored.
 - The parent compiles every shared file. Each spare gets its own copy, renamed into place
-  (`triton_stubs._copy_atomically`), so a candidate that overwrote its copy changes nothing for the next.
+  (`triton_stubs.seed_file`), so a candidate that overwrote its copy changes nothing for the next.
 - A launcher found this way is the file the worker's Triton would have built for that signature, so
   verdicts cannot change; only the gcc run goes.
 """
@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from amdkv.verify.triton_stubs import _copy_atomically, build_cached_module
+from amdkv.verify.triton_stubs import build_cached_module, seed_file
 
 LAUNCHER_NAME = "__triton_launcher"  # compile_module_from_src's name in Triton's CudaLauncher
 LAUNCHERS_DIR = "triton-launchers"  # under the verifier's cache folder (config.cache_dir)
@@ -139,15 +139,10 @@ def seed_launchers(triton_cache_dir: str, root: str | os.PathLike[str], limit: i
         return 0
     copied = 0
     for so in built[:limit]:
-        dest = Path(triton_cache_dir, so.parent.name, so.name)
-        if dest.exists():
-            continue
         try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            _copy_atomically(so, dest)
-        except OSError:
+            copied += seed_file(so, triton_cache_dir, so.parent.name)
+        except OSError:  # removed meanwhile, or a full disk: that spare builds its own
             continue
-        copied += 1
     return copied
 
 

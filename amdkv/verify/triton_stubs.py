@@ -94,11 +94,19 @@ def seed_spare_cache(triton_cache_dir: str, cache_root: str) -> bool:
     if stub is None:
         return False
     key, so = stub
-    target = Path(triton_cache_dir, key)
-    target.mkdir(parents=True, exist_ok=True)
-    dest = target / Path(so).name
-    if not dest.exists():  # never rewrite a library another process may have loaded (module docstring)
-        _copy_atomically(so, dest)
+    seed_file(so, triton_cache_dir, key)
+    return True
+
+
+def seed_file(so: str | Path, triton_cache_dir: str, key: str) -> bool:
+    """Copy a built module into `<triton_cache_dir>/<key>/` under its own name, where that worker's
+    Triton looks for it; False when a file is there already, which is never rewritten (a library
+    another process may have loaded: module docstring)."""
+    dest = Path(triton_cache_dir, key, Path(so).name)
+    if dest.exists():
+        return False
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _copy_atomically(so, dest)
     return True
 
 
