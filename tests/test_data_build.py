@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -279,24 +280,56 @@ def test_json_feature_is_lossy_so_verdicts_are_json_text(tmp_path):
     assert lossy > 0, "datasets' Json round-trips verdicts exactly now: reconsider JSON text (docs/data.md)"
 
 
-def test_rows_built_in_forked_processes_equal_rows_built_here(tmp_path, monkeypatch):
-    """Writing builds rows in forked worker processes (Plan.rows(workers=...)): same rows, same order."""
+ROWS_PER_CHUNK_IN_TESTS = 4  # small chunks, so that the small corpora's splits are built by forked processes
+
+
+def _plan_with_small_chunks(tmp_path, monkeypatch, n_records: int, n_tasks: int, seed: int):
+    """A planned triton build of a synthetic corpus, with ROW_CHUNK small enough to fork."""
     from amdkv.data import builder as builder_module
     from amdkv.data.builder import Builder
-    from amdkv.data.store import open_store
     from amdkv.data.schemas import dataset_spec
+    from amdkv.data.store import open_store
 
-    corpus = make_corpus(60, n_tasks=4, seed=12)
+    corpus = make_corpus(n_records, n_tasks=n_tasks, seed=seed)
     store = RecordStore(tmp_path / "rec")
     store.extend(corpus.records)
     store.close()
-    monkeypatch.setattr(builder_module, "ROW_CHUNK", 4)
-    plan = Builder(open_store(tmp_path / "rec"), dataset_spec("triton"), progress=False).plan()
+    monkeypatch.setattr(builder_module, "ROW_CHUNK", ROWS_PER_CHUNK_IN_TESTS)
+    return Builder(open_store(tmp_path / "rec"), dataset_spec("triton"), progress=False).plan()
+
+
+@pytest.mark.timeout(180)
+def test_forked_row_builders_end_on_terminate_whatever_sigterm_handler_the_parent_has(tmp_path, monkeypatch):
+    """A parent with a SIGTERM handler that does not exit (Ray leaves one in every process that ran a
+    Ray node: CI hung here for 20 minutes after the Ray tests) still gets its pool back: the forked
+    row builders reset SIGTERM before working (`amdkv.process.forked_worker_signals`). On the old code
+    this test hangs in `Pool.terminate` until its timeout."""
+    import signal
+
+    plan = _plan_with_small_chunks(tmp_path, monkeypatch, 40, n_tasks=3, seed=5)
+    config = plan.configs()[0]
+    split = max(plan.splits(config), key=lambda s: len(plan.entries[config][s]))
+    assert len(plan.entries[config][split]) >= 2 * ROWS_PER_CHUNK_IN_TESTS, "the split must be forked"
+    here = list(plan.rows(config, split))
+    previous = signal.signal(signal.SIGTERM, lambda *_: time.sleep(3600))  # a handler that never returns
+    try:
+        rows = plan.rows(config, split, workers=2)
+        forked = [next(rows) for _ in here]
+        time.sleep(1.0)  # the builders are idle, waiting for work, when the pool is terminated
+        forked += list(rows)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert forked == here
+
+
+def test_rows_built_in_forked_processes_equal_rows_built_here(tmp_path, monkeypatch):
+    """Writing builds rows in forked worker processes (Plan.rows(workers=...)): same rows, same order."""
+    plan = _plan_with_small_chunks(tmp_path, monkeypatch, 60, n_tasks=4, seed=12)
     forked_splits = 0
     for config in plan.configs():
         for split in plan.splits(config):
             here = list(plan.rows(config, split))
             forked = list(plan.rows(config, split, workers=2))
-            forked_splits += len(here) >= 2 * builder_module.ROW_CHUNK  # large enough to be forked
+            forked_splits += len(here) >= 2 * ROWS_PER_CHUNK_IN_TESTS  # large enough to be forked
             assert forked == here, (config, split)
     assert forked_splits >= 2, "no split was large enough to be built by forked processes"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -106,6 +107,7 @@ def cluster():
     import ray
     from ray.cluster_utils import Cluster
 
+    sigterm_before = signal.getsignal(signal.SIGTERM)  # Ray's nodes leave their own handler behind
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {NODE_RESOURCE: 1},
                                                       "include_dashboard": False})
     nodes = [c.head_node, c.add_node(num_cpus=1, resources={NODE_RESOURCE: 1})]
@@ -116,6 +118,7 @@ def cluster():
     finally:
         ray.shutdown()
         c.shutdown()
+        signal.signal(signal.SIGTERM, sigterm_before)
 
 
 def _results(out: Path) -> dict[tuple[str, int], dict]:

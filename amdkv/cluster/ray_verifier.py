@@ -46,6 +46,7 @@ import functools
 import logging
 import os
 import queue
+import signal
 import socket
 import threading
 import time
@@ -169,6 +170,9 @@ class RayVerifier(BaseVerifier):
         self.address = address
         self.node_resource = node_resource
         self._ray = _import_ray()
+        # ray.init leaves its own SIGTERM handler in this process after shutdown (one that, with a
+        # local node, drains it over gRPC); close() puts back the one this process had
+        self._sigterm_before = signal.getsignal(signal.SIGTERM)
         self._owns_connection = _connect(self._ray, address)
         self._cond = threading.Condition(threading.RLock())
         self._queue: collections.deque[_Item] = collections.deque()
@@ -402,6 +406,8 @@ class RayVerifier(BaseVerifier):
         if self._owns_connection:
             self._ray.shutdown()
             self._owns_connection = False
+            if threading.current_thread() is threading.main_thread() and self._sigterm_before is not None:
+                signal.signal(signal.SIGTERM, self._sigterm_before)
 
 
 def _import_ray() -> Any:

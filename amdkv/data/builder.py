@@ -50,6 +50,7 @@ from amdkv.data.schemas import OPTIMISATION, ROCM_QA as QA_KIND, TRAJECTORIES, T
 from amdkv.data.similarity import NUM_PERM, SEED, NeighbourIndex, Signer
 from amdkv.data.store import Chunk, Location, ReadReport, RecordStore, iter_chunk
 from amdkv.errors import BadInputError
+from amdkv.process import forked_worker_signals
 
 # unit kinds
 U_SAMPLE, U_TURN, U_TRAJECTORY, U_QA = "sample", "turn", "trajectory", "qa"
@@ -199,7 +200,7 @@ class Plan:
         chunks = [(config, entries[i:i + ROW_CHUNK]) for i in range(0, len(entries), ROW_CHUNK)]
         window = _ChunkWindow(ROW_CHUNKS_AHEAD_PER_WORKER * workers)
         try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=forked_worker_signals) as pool:
                 for chunk in pool.imap(_rows_of_chunk, window.feed(chunks)):
                     yield from chunk
                     window.done()
@@ -513,7 +514,7 @@ class Builder:
     def _map(self, func: Callable, chunks: list[Chunk]) -> Iterator:
         if self.workers <= 1 or len(chunks) <= 1:
             return map(func, chunks)
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(chunks)))
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(chunks)), initializer=forked_worker_signals)
         results = pool.map(func, chunks)
 
         def drain() -> Iterator:
