@@ -88,6 +88,7 @@ class VerifierConfig:
     resident_inputs: bool = _field(True, "AMDKV_RESIDENT_INPUTS", "a candidate worker moves each case's trial inputs to the device once and copies them there per checked call (0: a host-to-device copy per call, as before session 9; same values either way)", worker=True)
     hip_speculative_full: bool = _field(False, "AMDKV_HIP_SPECULATIVE_FULL", "platform cuda: start a HIP candidate's full build beside the split one and stop it when the split builds (same verdicts; a compile_error after the slower build instead of both, docs/hip.md, Compile errors; costs host cores on candidates that build)")
     hip_lean_build: bool = _field(True, "AMDKV_HIP_LEAN_BUILD", "platform cuda: build a HIP candidate's kernels in an nvcc unit without torch first (the `lean` scheme, docs/hip.md; on since its first GPU run, 42/42 statuses as expected)", verdict=True)
+    spill_outputs_mib: float = _field(256.0, "AMDKV_SPILL_OUTPUTS_MIB", "a candidate's checked call whose outputs exceed this (MiB) has them saved to a file at once instead of held in the worker until its end, so the worker's host memory cap counts about one call's outputs, not five (same verdicts; verify/output_spill.py; 0: every call's)", worker=True)
     worker_threads: int | None = _field(None, "AMDKV_WORKER_THREADS", "torch threads per worker process (unset: torch's default; forked workers: OMP_NUM_THREADS)", worker=True)
     max_attempts: int = _field(2, "AMDKV_MAX_ATTEMPTS", "runs of one candidate at most when its GPU fails a health check (multi-GPU)")
     policy: str = _field("strict", "AMDKV_POLICY", "strict | reference | benchmark: which checks decide a verdict (docs/benchmarks.md)", verdict=True)
@@ -114,6 +115,8 @@ class VerifierConfig:
         for name in ("jobs", "trials", "max_attempts"):
             if int(getattr(self, name)) < 1:
                 raise BadInputError(f"{name}={getattr(self, name)!r}: must be >= 1", hint=f"e.g. {name}=1")
+        if not float(self.spill_outputs_mib) >= 0:
+            raise BadInputError(f"spill_outputs_mib={self.spill_outputs_mib!r}: must be >= 0 MiB", hint="e.g. 256")
         if self.timeout is not None and not self.timeout > 0:
             raise BadInputError(f"timeout={self.timeout!r}: must be > 0 seconds", hint="e.g. timeout=120")
         object.__setattr__(self, "archs", tuple(self.archs))

@@ -62,6 +62,11 @@ def reference_attempts(config: VerifierConfig) -> list[tuple[str, str | None, Ve
 _REFERENCE_LOCKS: dict[tuple, threading.Lock] = {}
 # the per-file write limit of reference workers (trusted code; candidates keep AMDKV_SANDBOX_FILE_SIZE_GIB)
 REFERENCE_FILE_SIZE_GIB = 4096.0
+# ... and its host memory (RLIMIT_DATA on GPUs; candidates keep AMDKV_GPU_HOST_MEM_GIB). A reference holds
+# every trial's inputs, outputs and goldens until it saves them, and re-runs each trial of a program to
+# check it reproduces: ROCmBench's rmsnorm_fwd needs ~35 GB that way, past the candidates' 32 GiB, and
+# was unverifiable for it on the H100 (2026-12-06), alone as beside others. The host is its bound.
+REFERENCE_HOST_MEM_GIB = 4096.0
 FILE_SIZE_HINT = ("raise AMDKV_SANDBOX_FILE_SIZE_GIB (the largest file a worker may write) above the size the "
                   "message gives, or verify the task on fewer/smaller cases")
 REFERENCE_TIMEOUT = "reference_timeout"  # unverifiable's reason when a benchmark's reference ran past the limit
@@ -274,8 +279,10 @@ class ReferencesMixin:
         died by a signal without a report)."""
         # trusted code: its outputs file is as large as the task's outputs (12 GiB for KernelBench's
         # 9_Tall_skinny), so the per-file limit that bounds a candidate's writes does not apply; the
-        # free-disk check and the reference cache's cap bound the disk
-        config = dataclasses.replace(config or self.config, sandbox_file_size_gib=REFERENCE_FILE_SIZE_GIB)
+        # free-disk check and the reference cache's cap bound the disk. Nor the candidates' host
+        # memory cap (REFERENCE_HOST_MEM_GIB).
+        config = dataclasses.replace(config or self.config, sandbox_file_size_gib=REFERENCE_FILE_SIZE_GIB,
+                                     gpu_host_mem_gib=REFERENCE_HOST_MEM_GIB)
         spare = Spare(self.platform, config, extra_env=compile_env, start=start,
                       readable=[os.path.dirname(task.path)], writable=writable)
         try:

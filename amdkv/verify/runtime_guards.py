@@ -212,13 +212,16 @@ class FileAccessGuard:
     """
 
     def __init__(self, readable: list[str], writable: list[str], refused_quietly: list[str] = (),
-                 protected: list[str] = ()) -> None:
+                 protected: list[str] = (), protected_dirs: list[str] = ()) -> None:
         self.readable = [os.path.realpath(p) for p in readable if p]
         self.writable = [os.path.realpath(p) for p in writable if p]
         # Exact paths inside `writable` the candidate may not open in any mode nor rename or link
         # onto: the files through which the worker reports to the parent. Writing them and then
         # leaving with os._exit(0) forged a whole report (outputs computed by PyTorch, no findings).
         self.protected = {os.path.realpath(p) for p in protected if p}
+        # Folders inside `writable` the same holds for, with everything in them: where the worker
+        # spills a call's outputs before the next call (output_spill.py).
+        self.protected_dirs = [os.path.realpath(p) for p in protected_dirs if p]
         # Exact paths that are refused without counting as a violation: the import system's
         # own probes, e.g. the candidate's bytecode cache (see worker_jobs.run_candidate_job).
         self.refused_quietly = {os.path.realpath(p) for p in refused_quietly if p}
@@ -243,21 +246,38 @@ class FileAccessGuard:
             if isinstance(mode, int):  # os.open flags
                 writing = bool(mode & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
             ok = self._under(real, self.writable) or (not writing and self._under(real, self.readable))
-            ok = ok and real not in self.protected
+            ok = ok and not self._is_protected(real)
             if not ok:
                 self.violations.append(f"open({real!r}, {mode!r})")
                 raise PermissionError(f"amdkv sandbox: candidate may not open {real}")
         elif event in ("os.rename", "os.link", "os.symlink") and len(args) > 1 and \
                 isinstance(args[1], (str, bytes, os.PathLike)) and \
-                os.path.realpath(os.fsdecode(args[1])) in self.protected:
+                self._is_protected(os.path.realpath(os.fsdecode(args[1]))):
             self.violations.append(f"{event}{args[:2]!r}")
             raise PermissionError(f"amdkv sandbox: candidate may not replace the worker's report files")
+        elif event in ("os.rename", "os.remove", "os.rmdir") and args and \
+                isinstance(args[0], (str, bytes, os.PathLike)) and \
+                self._under(os.path.realpath(os.fsdecode(args[0])), self.protected_dirs):
+            self.violations.append(f"{event}{args[:1]!r}")
+            raise PermissionError(f"amdkv sandbox: candidate may not move or remove the worker's spilled outputs")
         elif event in ("socket.connect", "socket.bind", "subprocess.Popen", "os.system", "os.exec",
                        "os.posix_spawn", "os.spawn", "os.fork", "pty.spawn"):
             if event in ("subprocess.Popen", "os.posix_spawn") and self._toolchain_process(args):
                 return
             self.violations.append(f"{event}{args[:1]!r}")
             raise PermissionError(f"amdkv sandbox: candidate may not use {event}")
+
+    def _is_protected(self, real: str) -> bool:
+        return real in self.protected or self._under(real, self.protected_dirs)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Off for the worker's own file work between two calls of the candidate (as at the end)."""
+        was, self.enabled = self.enabled, False
+        try:
+            yield
+        finally:
+            self.enabled = was
 
     @staticmethod
     def _toolchain_process(args: tuple) -> bool:

@@ -32,6 +32,7 @@ from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadlin
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
+from amdkv.verify.output_spill import resolve_spilled, spill_folder_for
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
 from amdkv.verify.judging import (POLICY_EXEMPT_DYNAMIC, RUNTIME_ERROR_FINDINGS, JudgingMixin,  # noqa: F401
                                   _same_bits, judge_slots, load_tensor_file)
@@ -442,7 +443,8 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         outputs, load_error = None, None
         if report is not None and report.fatal is None and os.path.isfile(outputs_path):
             try:
-                outputs = load_tensor_file(outputs_path)
+                outputs = resolve_spilled(load_tensor_file(outputs_path), spill_folder_for(outputs_path),
+                                          load_tensor_file)
             except Exception as exc:  # noqa: BLE001 - anything but plain tensors is refused
                 load_error = f"{type(exc).__name__}: {exc}"[:500]
         handoffs["outputs_load_s"] = time.monotonic() - load0

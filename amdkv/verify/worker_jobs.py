@@ -21,6 +21,7 @@ import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 from amdkv.verify.gpu_memory import says_out_of_memory
+from amdkv.verify.output_spill import OutputSpill, spill_folder_for
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateError, CandidateJob,
                                           CandidateResult, Finding, OutputWriteError, ReferenceCaseReport,
@@ -395,7 +396,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     # (`guards`: the file-access guard's set-up; `build`: ModelNew built, weights loaded, moved to the
     # device; together the ~0.5 s of a job no phase counted in session 7)
     clock = PhaseClock(("load_inputs", "guards", "import", "build", "first_call", "trials", "timing",
-                        "post_timing_check", "save_outputs"), wall_only=("lock_wait", "lock_held"))
+                        "post_timing_check", "save_outputs"), wall_only=("lock_wait", "lock_held", "spill_outputs"))
     report = CandidateResult(cases=[], error=None, file_violations=[], captures=[], kernels={}, stdout_tail="",
                              import_s=None, phase_s=clock.wall, phase_cpu_s=clock.cpu,
                              phase_children_cpu_s=clock.children_cpu, launcher_signatures=[])
@@ -461,10 +462,14 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     protected = [job.report_path, job.report_path + ".tmp", job.outputs_path]
     settings = worker_settings()
     timing_lock, resident_inputs = settings.timing_lock, settings.resident_inputs
+    # a checked call's outputs above the threshold go to a file at once (output_spill.py), not into
+    # memory until the end: the worker's host memory cap is the candidate's, not the verifier's
+    spill = OutputSpill(spill_folder_for(job.outputs_path),
+                        int(settings.spill_outputs_mib * 2 ** 20), save=save_for_parent, nbytes=_tensor_bytes)
     with clock.phase("guards"):
         guard = FileAccessGuard(readable=_readable_roots(job.candidate_path, job.readable),
                                 writable=[job.out_dir] + ([timing_lock] if timing_lock else []),
-                                refused_quietly=pyc, protected=protected)
+                                refused_quietly=pyc, protected=protected, protected_dirs=[spill.folder])
         guard.install()
     if not job.interpreter:
         counter.guard = guard
@@ -576,16 +581,21 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
 
         case_out: dict[str, Any] = {"trials": [], "recheck": None}
 
-        def checked_call(inputs: list[Any]) -> list[Any]:
+        def checked_call(inputs: list[Any]) -> Any:
             """One checked call, recorded in the case report like every other: the re-check and
             after-timing calls too (their aten ops count, so a candidate cannot fall back to
-            PyTorch on those calls alone)."""
+            PyTorch on those calls alone). Its output leaves, or a marker where they were spilled."""
             leaves, launches, compute_ops, findings = call(inputs)
             crep.launches.append(launches)
             for k, v in compute_ops.items():
                 crep.compute_ops[k] = crep.compute_ops.get(k, 0) + v
             crep.findings += findings
-            return leaves
+            t0 = time.monotonic()
+            with guard.paused():  # the worker's own write, between two calls of the candidate
+                kept = spill.keep(leaves)
+            if kept is not leaves:  # inside the call's phase: its wall is counted there too
+                clock.add_wall("spill_outputs", time.monotonic() - t0)
+            return kept
 
         try:
             # The case's trial inputs go to the device once: each checked call then copies them

@@ -1,0 +1,93 @@
+"""A candidate's large outputs saved to disk as soon as each checked call makes them, instead of held
+in the worker's memory until its one save at the end.
+
+Why: a candidate worker makes up to five checked calls per case (three trials, the re-check, the
+call after timing) and used to keep every call's outputs on the host until the end. Its host memory
+is capped (RLIMIT_DATA, `gpu_host_mem_gib`, 32 GiB by default), so the verifier's own bookkeeping was
+charged to the candidate: ROCmBench's `rmsnorm_fwd` makes ~8.6 GB of outputs per call, four calls are
+~34.4 GB, past the cap, and its own kernel would have been `runtime_error` for memory the benchmark's
+test never needs at once. Spilled, the worker holds about one call's outputs.
+
+Integrity: the files lie in the candidate's work folder, and a later call of the candidate runs in
+the same process (native host code can write files without Python seeing it). So each file's SHA-256
+is taken when it is written, before any more candidate code runs, and travels in the outputs file,
+which is written after all of it; the parent refuses a file whose bytes differ (`unloadable_outputs`,
+hack_detected, under every policy). Python-level opens of the folder are refused by the file guard.
+
+Small outputs (the common case) stay in memory: spilling costs a write, a read for the hash in the
+worker and another in the parent, worth it only where memory is the limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Any, Callable
+
+SPILL_FOLDER = "spilled-outputs"  # in the worker's work folder, beside the outputs file
+MARKER_KEY = "__amdkv_spilled__"  # a spilled call's place in the outputs file: {MARKER_KEY: name, "sha256": hex}
+_NAME = re.compile(r"^[0-9]{1,6}\.pt$")
+
+
+def spill_folder_for(outputs_path: str) -> str:
+    """Where a worker whose outputs file is `outputs_path` spills (both sides derive it from that path)."""
+    return os.path.join(os.path.dirname(outputs_path), SPILL_FOLDER)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+class OutputSpill:
+    """The worker's side: `keep(leaves)` returns the leaves themselves when they are small, else saves
+    them to a file of their own and returns a marker naming it (and its hash) for the outputs file."""
+
+    def __init__(self, folder: str, above_bytes: int, save: Callable[[Any, str], None],
+                 nbytes: Callable[[Any], int]) -> None:
+        self.folder, self.above_bytes = folder, above_bytes
+        self._save, self._nbytes = save, nbytes
+        self.count = 0
+        os.makedirs(folder, exist_ok=True)  # before the candidate is imported: it cannot plant the folder
+
+    def keep(self, leaves: Any) -> Any:
+        if leaves is None or self._nbytes(leaves) <= self.above_bytes:
+            return leaves
+        name = f"{self.count}.pt"
+        self.count += 1
+        path = os.path.join(self.folder, name)
+        self._save(leaves, path)
+        return {MARKER_KEY: name, "sha256": file_sha256(path)}
+
+
+class SpillError(Exception):
+    """A spilled call the parent cannot take: a bad name, a missing file, or bytes changed since written."""
+
+
+def resolve_spilled(outputs: Any, folder: str, load: Callable[[str], Any]) -> Any:
+    """The parent's side: `outputs` (the worker's outputs file, loaded) with every marker replaced by
+    its file's contents (`load`: the judge's memory-mapped torch.load). The worker is untrusted: a
+    name must be a plain numbered file in `folder`, a regular file, with the hash the marker says."""
+    if isinstance(outputs, dict):
+        if MARKER_KEY in outputs:
+            return _load_marker(outputs, folder, load)
+        return {k: resolve_spilled(v, folder, load) for k, v in outputs.items()}
+    if isinstance(outputs, list):
+        return [resolve_spilled(v, folder, load) for v in outputs]
+    return outputs
+
+
+def _load_marker(marker: dict[str, Any], folder: str, load: Callable[[str], Any]) -> Any:
+    name, want = marker.get(MARKER_KEY), marker.get("sha256")
+    if set(marker) != {MARKER_KEY, "sha256"} or not isinstance(name, str) or not _NAME.match(name) \
+            or not isinstance(want, str):
+        raise SpillError(f"a malformed spilled-outputs marker: {marker!r:.200}")
+    path = os.path.join(folder, name)
+    if os.path.islink(folder) or not os.path.isdir(folder) or os.path.islink(path) or not os.path.isfile(path):
+        raise SpillError(f"spilled outputs {name}: not a regular file in the worker's {SPILL_FOLDER}/")
+    got = file_sha256(path)
+    if got != want:
+        raise SpillError(f"spilled outputs {name} changed after the worker wrote them (sha256 {got[:16]}... "
+                         f"instead of {want[:16]}...)")
+    return load(path)

@@ -1,0 +1,142 @@
+"""A candidate's large outputs spilled to disk per checked call (verify/output_spill.py): the same
+verdicts with every call spilled as with none, the parent refuses spilled files that changed or that
+a marker names badly, and the file guard keeps the candidate out of the spill folder. Real files, a
+real verifier (cpu)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from amdkv.tasks.builtin import solution_path, task_path
+from amdkv.tasks.loader import load_task
+from amdkv.verify import Candidate, Verifier
+from amdkv.verify.judging import load_tensor_file
+from amdkv.verify.output_spill import MARKER_KEY, SPILL_FOLDER, OutputSpill, SpillError, resolve_spilled
+from amdkv.verify.runtime_guards import FileAccessGuard
+from amdkv.verify.worker_jobs import _tensor_bytes, save_for_parent
+
+
+def _spill(tmp_path, above_bytes: int) -> OutputSpill:
+    return OutputSpill(str(tmp_path / SPILL_FOLDER), above_bytes, save=save_for_parent, nbytes=_tensor_bytes)
+
+
+def _outputs(spill: OutputSpill) -> tuple[dict, dict]:
+    """A worker's outputs for one case as it writes them, and the same in memory."""
+    calls = [[torch.randn(64, 32), 3.5], [torch.arange(10)], [torch.ones(4, dtype=torch.float16)]]
+    written = {"case": {"trials": [spill.keep(c) for c in calls[:2]], "recheck": spill.keep(calls[2]),
+                        "post_timing": spill.keep(None)}}
+    return written, {"case": {"trials": calls[:2], "recheck": calls[2], "post_timing": None}}
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _round_trip(tmp_path, written: dict) -> dict:
+    path = tmp_path / "candidate_outputs.pt"
+    save_for_parent(written, str(path))
+    return resolve_spilled(load_tensor_file(path), str(tmp_path / SPILL_FOLDER), load_tensor_file)
+
+
+def test_spilled_calls_come_back_equal_and_small_ones_stay_in_memory(tmp_path):
+    spill = _spill(tmp_path, above_bytes=100)  # the 64x32 float tensor (8 KiB) spills; 80 and 8 bytes do not
+    written, plain = _outputs(spill)
+    assert spill.count == 1 and MARKER_KEY in written["case"]["trials"][0]
+    assert written["case"]["trials"][1] is plain["case"]["trials"][1], "a small call was spilled"
+    assert _same(_round_trip(tmp_path, written), plain)
+
+    every = _spill(tmp_path / "all", above_bytes=0)
+    written, plain = _outputs(every)
+    assert every.count == 3
+    assert _same(_round_trip(tmp_path / "all", written), plain)
+
+
+def test_a_spilled_file_changed_after_it_was_written_is_refused(tmp_path):
+    """The candidate's later calls run in the same process, and native host code writes files
+    without Python seeing it: the hash taken at writing time must catch a rewrite."""
+    spill = _spill(tmp_path, above_bytes=0)
+    written, _ = _outputs(spill)
+    forged = tmp_path / "forged.pt"
+    save_for_parent([torch.zeros(64, 32), 3.5], str(forged))
+    os.replace(forged, tmp_path / SPILL_FOLDER / "0.pt")
+    with pytest.raises(SpillError, match="changed after the worker wrote them"):
+        _round_trip(tmp_path, written)
+
+
+@pytest.mark.parametrize("marker", [
+    {MARKER_KEY: "../candidate_outputs.pt", "sha256": "0" * 64},
+    {MARKER_KEY: "/etc/passwd", "sha256": "0" * 64},
+    {MARKER_KEY: "0.pt"},
+    {MARKER_KEY: "0.pt", "sha256": "0" * 64, "extra": 1},
+    {MARKER_KEY: 0, "sha256": "0" * 64},
+    {MARKER_KEY: "7.pt", "sha256": "0" * 64},  # no such file
+])
+def test_a_bad_marker_is_refused(tmp_path, marker):
+    _outputs(_spill(tmp_path, above_bytes=0))
+    with pytest.raises(SpillError):
+        resolve_spilled({"case": {"trials": [marker]}}, str(tmp_path / SPILL_FOLDER), load_tensor_file)
+
+
+def test_a_symlink_in_place_of_a_spilled_file_is_refused(tmp_path):
+    spill = _spill(tmp_path, above_bytes=0)
+    written, _ = _outputs(spill)
+    target = tmp_path / "elsewhere.pt"
+    os.replace(tmp_path / SPILL_FOLDER / "0.pt", target)
+    os.symlink(target, tmp_path / SPILL_FOLDER / "0.pt")
+    with pytest.raises(SpillError, match="not a regular file"):
+        _round_trip(tmp_path, written)
+
+
+def test_the_file_guard_keeps_the_candidate_out_of_the_spill_folder(tmp_path):
+    """The audit hook itself, called as Python calls it (installing it would bind this test process)."""
+    folder = tmp_path / SPILL_FOLDER
+    folder.mkdir()
+    inside = str(folder / "0.pt")
+    guard = FileAccessGuard(readable=[], writable=[str(tmp_path)], protected_dirs=[str(folder)])
+    guard.enabled = True
+    for event, args in (("open", (inside, "rb", 0)), ("open", (inside, "wb", 0)),
+                        ("os.rename", (inside, str(tmp_path / "x"), None, None)),
+                        ("os.rename", (str(folder), str(tmp_path / "moved"), None, None)),
+                        ("os.rename", (str(tmp_path / "mine.pt"), inside, None, None)),
+                        ("os.remove", (inside, None)), ("os.rmdir", (str(folder), None))):
+        with pytest.raises(PermissionError):
+            guard._hook(event, args)
+    assert len(guard.violations) == 7
+    guard._hook("open", (str(tmp_path / "scratch.txt"), "w", 0))  # the rest of its folder stays writable
+    with guard.paused():  # the worker's own write between two calls
+        guard._hook("open", (inside, "wb", 0))
+    assert guard.enabled and len(guard.violations) == 7
+
+
+WRONG_RELU = ("tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)",
+              "tl.store(out_ptr + offs, tl.maximum(x, 0.0) + 0.5, mask=mask)")
+
+
+def test_every_call_spilled_gives_the_verdicts_of_none_spilled(tmp_path, monkeypatch):
+    """`spill_outputs_mib=0` spills every checked call of every case: an `ok` candidate stays `ok` and
+    a wrong one is the same `mismatch`, case by case; only the spilling run spent time spilling."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    task = load_task(task_path("l1_relu"))
+    right = solution_path("l1_relu", "triton").read_text()
+    wrong = right.replace(*WRONG_RELU)
+    assert wrong != right
+    verdicts = {}
+    for mib in (256.0, 0.0):
+        with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, spill_outputs_mib=mib) as verifier:
+            verdicts[mib] = [verifier.verify(task, Candidate(src)) for src in (right, wrong)]
+    kept, spilled = verdicts[256.0], verdicts[0.0]
+    assert [v.status for v in spilled] == [v.status for v in kept] == ["ok", "mismatch"], \
+        [(v.status, v.reason, v.diagnostics[:300]) for v in spilled + kept]
+    for a, b in zip(kept, spilled):
+        assert [(c.name, c.status, c.reason) for c in a.cases] == [(c.name, c.status, c.reason) for c in b.cases]
+    assert all(v.timings["worker_spill_outputs_s"] > 0 for v in spilled)
+    assert all(v.timings["worker_spill_outputs_s"] == 0 for v in kept)
