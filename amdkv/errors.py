@@ -41,3 +41,10 @@ class InfrastructureError(AmdkvError):
     """The harness or the machine failed; never the candidate's fault."""
 
     exit_code = EXIT_INFRA
+    verdict_reason = "harness_failure"  # the reason of the infra_error verdict it becomes
+
+
+class HostOutOfMemory(InfrastructureError):
+    """The host's out-of-memory killer ended a worker (verify/host_oom.py)."""
+
+    verdict_reason = "host_oom"

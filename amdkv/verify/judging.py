@@ -12,11 +12,12 @@ import threading
 import time
 from typing import Any
 
-from amdkv.errors import InfrastructureError
+from amdkv.errors import HostOutOfMemory, InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify.compare import COMPARATORS_READING_INPUTS, bitwise_equal, compare_case, compare_rule, to_device
 from amdkv.verify import os_sandbox
 from amdkv.verify.file_lock import exclusive_file_lock
+from amdkv.verify.host_oom import HOST_OOM_HINT
 from amdkv.verify.pool import gpu_lock_key
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.timing import timing_lock_path
@@ -158,6 +159,9 @@ class JudgingMixin:
             reason = "interpreter_timeout" if self.platform.interpreter else "wall_timeout"
             return self.finish(v, TIMEOUT, reason, diag=f"the candidate did not finish within {self.timeout:.0f} s")
         if report is None:
+            host_oom = getattr(proc, "host_oom", None)
+            if host_oom and not getattr(proc, "cancelled", False):
+                raise HostOutOfMemory(host_oom, hint=HOST_OOM_HINT)
             sig = proc.signal_name
             reason = f"crashed:{sig}" if sig else ("process_exited" if proc.returncode == 0 else f"exit_code:{proc.returncode}")
             return self.finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "
