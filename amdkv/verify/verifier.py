@@ -31,6 +31,7 @@ from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
+from amdkv.verify.disk_admission import ADMISSION, candidate_disk_need
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 from amdkv.verify.host_oom import killed_by_host_oom, oom_kills
 from amdkv.verify.output_spill import resolve_spilled, spill_folder_for
@@ -324,24 +325,33 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             self.finish(v, UNVERIFIABLE, "no_cases_for_platform", diag=f"task {task.id} has no cases this platform runs")
             return False, None
         leases = Leases()  # the cached references this verification uses stay until it is judged
-        try:
-            spare = self._take_spare(v)
+        with contextlib.ExitStack() as admitted:
             try:
-                t0 = time.monotonic()
-                refs = self._references(task, cases, leases)
-                v.timings["reference_s"] = round(time.monotonic() - t0, 3)
-                if check_references is not None and check_references(refs):
-                    return False, None
-                t0 = time.monotonic()
-                with self._busy.using(spare):
-                    report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
-                                                                            extra_job)
-                v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+                spare = self._take_spare(v)
+                try:
+                    t0 = time.monotonic()
+                    refs = self._references(task, cases, leases)
+                    v.timings["reference_s"] = round(time.monotonic() - t0, 3)
+                    if check_references is not None and check_references(refs):
+                        return False, None
+                    # room on the disk for its outputs beside the candidates running (disk_admission.py),
+                    # held until it is judged (the judge keeps the outputs mapped)
+                    waited = admitted.enter_context(ADMISSION.admitted(
+                        spare.workdir, candidate_disk_need(refs), int(self.config.min_free_disk_gib * 2 ** 30),
+                        cancelled=lambda: self._busy.cancelled))
+                    if waited >= 0.01:
+                        v.timings["disk_wait_s"] = round(waited, 3)
+                    t0 = time.monotonic()
+                    with self._busy.using(spare):
+                        report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
+                                                                                extra_job)
+                    v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+                finally:
+                    spare.cleanup()
+                self._judge(v, task, cases, refs, report, outputs, load_error, proc)
+                del outputs  # its files' space comes back when their mappings go
             finally:
-                spare.cleanup()
-            self._judge(v, task, cases, refs, report, outputs, load_error, proc)
-        finally:
-            leases.release()
+                leases.release()
         if self.config.share_triton_launchers and report is not None and isinstance(report.result, CandidateResult):
             from amdkv.verify.triton_launchers import library_for
 

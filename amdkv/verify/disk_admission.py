@@ -1,0 +1,76 @@
+"""Candidates start only while the disk they write to has room for them beside the ones already
+running: a verification waits for disk instead of failing for it.
+
+Why: a worker writes its outputs (every checked call's, spilled or saved at the end) into its temp
+folder, and the parent keeps them mapped while it judges. With 2 jobs, two of KernelBench's largest
+problems (tens of GB each) both passed the free-disk check at their start and then filled the GPU
+machine's 64-GB disk together (2026-12-06: 17 of 25 problems `infra_error`). The benchmark script
+then learned to run those one at a time; this puts the rule where `amdkv eval` and every other
+caller get it.
+
+The rule: a candidate is admitted when the free space of its folder's file system, less what the
+candidates admitted before it have reserved and less the `min_free_disk_gib` floor, holds its need;
+or when no other candidate on that file system is admitted (alone, it runs: it fits, or the free-disk
+guard and the short-write handling say so as before). Its need is its references' expected-outputs
+files (`candidate_disk_need`): every trial's outputs and their goldens, about what its five checked
+calls write without goldens. Reservations are per process (every Verifier of it shares them, the
+multi-GPU scheduler's included); separate processes sharing a disk do not see each other's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+WAIT_POLL_S = 1.0  # how often a waiting candidate looks at the free space again (others' files shrink too)
+
+
+def free_bytes(folder: str) -> int:
+    return shutil.disk_usage(folder).free
+
+
+def candidate_disk_need(refs: dict[str, dict[str, Any]]) -> int:
+    """Bytes a candidate's run is expected to write and hold until judged: the size of each of its
+    cases' expected-outputs files (reference_cache.CaseFiles)."""
+    need = 0
+    for ref in refs.values():
+        with contextlib.suppress(OSError):
+            need += os.stat(ref["files"].expected).st_size
+    return need
+
+
+class DiskAdmission:
+    """The reservations of the candidates running in this process, per file system."""
+
+    def __init__(self, free: Callable[[str], int] = free_bytes) -> None:
+        self._free = free
+        self._cond = threading.Condition()
+        self._reserved: dict[int, int] = {}
+        self._running: dict[int, int] = {}
+
+    @contextlib.contextmanager
+    def admitted(self, folder: str, need_bytes: int, floor_bytes: int,
+                 cancelled: Callable[[], bool] = lambda: False) -> Iterator[float]:
+        """Inside: the candidate's run and judging. Yields the seconds it waited (0.0 at once)."""
+        device = os.stat(folder).st_dev
+        t0 = time.monotonic()
+        with self._cond:
+            while self._running.get(device, 0) and not cancelled() and \
+                    self._free(folder) - self._reserved.get(device, 0) - floor_bytes < need_bytes:
+                self._cond.wait(WAIT_POLL_S)
+            self._reserved[device] = self._reserved.get(device, 0) + need_bytes
+            self._running[device] = self._running.get(device, 0) + 1
+        try:
+            yield time.monotonic() - t0
+        finally:
+            with self._cond:
+                self._reserved[device] -= need_bytes
+                self._running[device] -= 1
+                self._cond.notify_all()
+
+
+ADMISSION = DiskAdmission()  # this process's: the disk is shared by every verifier in it

@@ -1,0 +1,88 @@
+"""Candidates wait for disk instead of failing for it (verify/disk_admission.py): one is admitted
+when the free space, less what the running ones reserved and the floor, holds its need, or when it
+would run alone. The free space is the one stand-in (filling this machine's disk is not a test):
+`DiskAdmission(free=...)`; the threads, the verifier and its workers are real."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from amdkv.tasks.builtin import solution_path, task_path
+from amdkv.tasks.loader import load_task
+from amdkv.verify import Candidate, Verifier
+from amdkv.verify import disk_admission
+from amdkv.verify.disk_admission import DiskAdmission
+
+
+def _run_two(admission: DiskAdmission, folder: str, need: int, floor: int = 0) -> list[tuple[str, float, float]]:
+    """Two candidates asking at once, each holding its admission 0.5 s: (name, start, end) of each."""
+    spans: list[tuple[str, float, float]] = []
+    lock = threading.Lock()
+
+    def one(name: str) -> None:
+        with admission.admitted(folder, need, floor):
+            t0 = time.monotonic()
+            time.sleep(0.5)
+            with lock:
+                spans.append((name, t0, time.monotonic()))
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    return sorted(spans, key=lambda s: s[1])
+
+
+def _overlap(spans) -> bool:
+    return spans[1][1] < spans[0][2]
+
+
+def test_two_that_fit_together_run_together(tmp_path):
+    assert _overlap(_run_two(DiskAdmission(free=lambda _: 100), str(tmp_path), need=40))
+
+
+def test_the_second_waits_while_the_two_would_not_fit(tmp_path):
+    spans = _run_two(DiskAdmission(free=lambda _: 100), str(tmp_path), need=60)
+    assert len(spans) == 2 and not _overlap(spans), spans
+    # the floor counts: 2 x 40 fits 100, not 100 less a floor of 30
+    assert not _overlap(_run_two(DiskAdmission(free=lambda _: 100), str(tmp_path), need=40, floor=30))
+
+
+def test_one_alone_runs_whatever_its_need(tmp_path):
+    admission = DiskAdmission(free=lambda _: 10)
+    t0 = time.monotonic()
+    with admission.admitted(str(tmp_path), 10 ** 12, 0) as waited:
+        assert waited < 0.5
+    assert time.monotonic() - t0 < 1.0
+    assert admission._reserved and not any(admission._reserved.values()), "a reservation outlived its run"
+
+
+def test_a_cancelled_verifier_stops_waiting(tmp_path):
+    admission = DiskAdmission(free=lambda _: 0)
+    cancel = threading.Event()
+    with admission.admitted(str(tmp_path), 1, 0):
+        threading.Timer(0.3, cancel.set).start()
+        t0 = time.monotonic()
+        with admission.admitted(str(tmp_path), 1, 0, cancelled=cancel.is_set):
+            assert time.monotonic() - t0 < 5
+
+
+def test_a_verifier_waits_for_disk_and_both_verdicts_are_ok(tmp_path, monkeypatch):
+    """Two candidates of a real verifier with 2 jobs, on a disk that holds one run's outputs at a time:
+    the second waits (disk_wait_s) and both are `ok`, none an infra_error."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(disk_admission, "ADMISSION", DiskAdmission(free=lambda _: 1))
+    from amdkv.verify import verifier as verifier_module
+
+    monkeypatch.setattr(verifier_module, "ADMISSION", disk_admission.ADMISSION)
+    task = load_task(task_path("l1_relu"))
+    source = solution_path("l1_relu", "triton").read_text()
+    with Verifier("cpu", jobs=2, verdict_cache=False, compile_baseline=False, min_free_disk_gib=0) as verifier:
+        verifier.verify(task, Candidate(source))  # the references, computed once before the two
+        futures = [verifier.submit(task, Candidate(source + f"\n# copy {i}\n")) for i in range(2)]
+        verdicts = [f.result(timeout=300) for f in futures]
+    assert [v.status for v in verdicts] == ["ok", "ok"], [(v.status, v.reason, v.diagnostics[:300]) for v in verdicts]
+    waits = sorted(v.timings.get("disk_wait_s", 0.0) for v in verdicts)
+    assert waits[0] == 0.0 and waits[1] > 0.0, waits
