@@ -140,3 +140,15 @@ def test_every_call_spilled_gives_the_verdicts_of_none_spilled(tmp_path, monkeyp
         assert [(c.name, c.status, c.reason) for c in a.cases] == [(c.name, c.status, c.reason) for c in b.cases]
     assert all(v.timings["worker_spill_outputs_s"] > 0 for v in spilled)
     assert all(v.timings["worker_spill_outputs_s"] == 0 for v in kept)
+
+
+def test_a_spill_the_disk_refuses_is_infra_error_not_the_candidates(tmp_path, monkeypatch):
+    """A write that fails mid-run (here the sandbox's per-file limit, below one call's outputs) is the
+    machine's failure, as the outputs file's write at the end always was: never a runtime_error."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    task = load_task(task_path("l1_relu"))
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, spill_outputs_mib=0,
+                  sandbox_file_size_gib=4 / 2 ** 20) as verifier:  # 4 KiB; the small case's outputs are 32 KiB
+        verdict = verifier.verify(task, Candidate(solution_path("l1_relu", "triton").read_text()))
+    assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics
+    assert "OutputWriteError" in verdict.diagnostics and "spilled-outputs" in verdict.diagnostics

@@ -626,6 +626,9 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                 with clock.phase("post_timing_check"):
                     case_out["post_timing"] = checked_call(trials[0])
         except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, OutputWriteError):  # a spill the disk refused: the machine's failure (infra_error)
+                guard.enabled = False  # the worker writes its report next
+                raise
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep.error = _error_entry(exc, "forward", in_kernel)
             if bounds is not None and bounds.violation is not None:
