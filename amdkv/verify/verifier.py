@@ -325,33 +325,31 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             self.finish(v, UNVERIFIABLE, "no_cases_for_platform", diag=f"task {task.id} has no cases this platform runs")
             return False, None
         leases = Leases()  # the cached references this verification uses stay until it is judged
-        with contextlib.ExitStack() as admitted:
+        with contextlib.ExitStack() as held:  # until judged: the leases, and the disk admission (released first)
+            held.callback(leases.release)
+            spare = self._take_spare(v)
             try:
-                spare = self._take_spare(v)
-                try:
-                    t0 = time.monotonic()
-                    refs = self._references(task, cases, leases)
-                    v.timings["reference_s"] = round(time.monotonic() - t0, 3)
-                    if check_references is not None and check_references(refs):
-                        return False, None
-                    # room on the disk for its outputs beside the candidates running (disk_admission.py),
-                    # held until it is judged (the judge keeps the outputs mapped)
-                    waited = admitted.enter_context(ADMISSION.admitted(
-                        spare.workdir, candidate_disk_need(refs), int(self.config.min_free_disk_gib * 2 ** 30),
-                        cancelled=lambda: self._busy.cancelled))
-                    if waited >= 0.01:
-                        v.timings["disk_wait_s"] = round(waited, 3)
-                    t0 = time.monotonic()
-                    with self._busy.using(spare):
-                        report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
-                                                                                extra_job)
-                    v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
-                finally:
-                    spare.cleanup()
-                self._judge(v, task, cases, refs, report, outputs, load_error, proc)
-                del outputs  # its files' space comes back when their mappings go
+                t0 = time.monotonic()
+                refs = self._references(task, cases, leases)
+                v.timings["reference_s"] = round(time.monotonic() - t0, 3)
+                if check_references is not None and check_references(refs):
+                    return False, None
+                # room on the disk for its outputs beside the candidates running (disk_admission.py),
+                # held until it is judged (the judge keeps the outputs mapped)
+                waited = held.enter_context(ADMISSION.admitted(
+                    spare.workdir, candidate_disk_need(refs), int(self.config.min_free_disk_gib * 2 ** 30),
+                    cancelled=lambda: self._busy.cancelled))
+                if waited >= 0.01:
+                    v.timings["disk_wait_s"] = round(waited, 3)
+                t0 = time.monotonic()
+                with self._busy.using(spare):
+                    report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
+                                                                            extra_job)
+                v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
             finally:
-                leases.release()
+                spare.cleanup()
+            self._judge(v, task, cases, refs, report, outputs, load_error, proc)
+            del outputs  # its files' space comes back when their mappings go
         if self.config.share_triton_launchers and report is not None and isinstance(report.result, CandidateResult):
             from amdkv.verify.triton_launchers import library_for
 
