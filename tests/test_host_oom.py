@@ -73,3 +73,39 @@ def test_a_worker_killed_during_an_oom_kill_is_infra_error(tmp_path, monkeypatch
         assert "out-of-memory killer" in verdict.diagnostics
     else:
         assert (verdict.status, verdict.reason) == ("runtime_error", "crashed:SIGKILL"), verdict.diagnostics
+
+
+def test_a_reference_killed_during_an_oom_kill_runs_again_alone_then_is_infra_error(tmp_path, monkeypatch):
+    """A reference worker SIGKILLed while the OOM killer ran is run again alone (not retried beside the
+    others, not remembered as the task's failure); killed so again, the verdict is infra_error/host_oom."""
+    from slow_reference import COPY_KERNEL, slow_task
+
+    from amdkv.verify import references as references_module
+
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    counts = itertools.count(100)
+    monkeypatch.setattr(references_module, "oom_kills", lambda: next(counts))
+    task = slow_task(tmp_path)  # its reference sleeps: surely running when it is killed
+    label = f"reference {task.id}"
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def kill_every_reference_worker() -> None:
+        while not stop.is_set():
+            for pid in workers_labelled(label):
+                if pid not in killed:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            stop.wait(0.1)
+
+    killer = threading.Thread(target=kill_every_reference_worker)
+    killer.start()
+    try:
+        with Verifier("cpu", jobs=1, verdict_cache=False, timeout=60, reference_timeout=300) as verifier:
+            verdict = verifier.verify(task, Candidate(COPY_KERNEL))
+    finally:
+        stop.set()
+        killer.join()
+    assert (verdict.status, verdict.reason) == ("infra_error", "host_oom"), verdict.diagnostics
+    assert "run alone" in verdict.diagnostics
+    assert len(killed) == 2, f"the reference ran {len(killed)} time(s): once beside others, once alone, was expected"

@@ -38,7 +38,7 @@ def killed_by_host_oom(signal_name: str | None, before: int | None, after: int |
     if signal_name != "SIGKILL" or before is None or after is None or after <= before:
         return None
     return (f"the worker died by SIGKILL while the host's out-of-memory killer ended {after - before} process(es) "
-            f"(/proc/vmstat oom_kill {before} -> {after}): the machine ran out of memory, not the candidate's cap")
+            f"(/proc/vmstat oom_kill {before} -> {after}): the machine ran out of memory, not a limit of amdkv's")
 
 
 HOST_OOM_HINT = ("verify with fewer jobs at once, or on a machine with more free memory (check what else holds it; a "

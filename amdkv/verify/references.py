@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from amdkv.config import VerifierConfig
-from amdkv.errors import InfrastructureError
+from amdkv.errors import HostOutOfMemory, InfrastructureError
 from amdkv.tasks.types import Task
 from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
+from amdkv.verify.host_oom import HOST_OOM_HINT, killed_by_host_oom, oom_kills
 from amdkv.verify.pool import Spare, gpu_lock_key
 from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, touch
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
@@ -42,6 +43,7 @@ class ReferenceFailed(InfrastructureError):
     this platform; for a PyTorch reference it stays a harness failure (infra_error)."""
 
     killed_by_signal: bool = False  # the worker died by a signal without a report (retried: reference_attempts)
+    host_oom: str | None = None  # ... by SIGKILL while the host's OOM killer ran (host_oom.py): run again alone
     timed_out: bool = False  # it ran past `reference_timeout`: a setting of this run, said as its own reason
 
 
@@ -231,22 +233,37 @@ class ReferencesMixin:
     def _run_reference_gated(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
                              writable: list[str]) -> WorkerReport:
         """`_run_reference_worker_retrying` beside the other references on this device; once more, alone
-        among them, when it ran out of memory. A reference is trusted code that fits the device (or
-        its run fails again alone, and that failure is the verdict's): out of memory beside others is
-        the moment's contention, not the task's failure."""
+        among them, when it ran out of memory: the GPU's (an out-of-memory error in its report) or the
+        host's (its worker SIGKILLed while the kernel's OOM killer ran, host_oom.py). A reference is
+        trusted code that fits the device (or its run fails again alone, and that failure is the
+        verdict's): out of memory beside others is the moment's contention, not the task's failure.
+        Killed by the host's OOM killer alone too, it is `infra_error`/`host_oom`, never remembered
+        as the task's failure."""
         gate = _reference_gate(gpu_lock_key(self.platform.device))
         with gate.shared():
-            report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
-        fatal = report.fatal
-        if fatal is None or not is_out_of_memory(fatal.error_type, fatal.error):
-            return report
-        print(f"amdkv: the reference for task {task.id} ran out of memory beside other references "
-              f"({fatal.error_type}: {fatal.error[:200]}); running it again alone", file=sys.stderr, flush=True)
+            try:
+                report = self._run_reference_worker_retrying(task, jobs, compile_env, writable)
+                fatal = report.fatal
+                if fatal is None or not is_out_of_memory(fatal.error_type, fatal.error):
+                    return report
+                why = f"{fatal.error_type}: {fatal.error[:200]}"
+            except ReferenceFailed as exc:
+                if not exc.host_oom:
+                    raise
+                why = exc.host_oom
+        print(f"amdkv: the reference for task {task.id} ran out of memory beside other references ({why}); "
+              "running it again alone", file=sys.stderr, flush=True)
         # alone, a golden that still does not fit is dropped (the eager output is then the expected one)
         # rather than failing a reference whose own computation fits
         alone = [dataclasses.replace(job, golden_oom_fallback=True) for job in jobs]
         with gate.exclusive():
-            return self._run_reference_worker_retrying(task, alone, compile_env, writable)
+            try:
+                return self._run_reference_worker_retrying(task, alone, compile_env, writable)
+            except ReferenceFailed as exc:
+                if exc.host_oom:
+                    raise HostOutOfMemory(f"the reference for task {task.id}, run alone: {exc.host_oom}",
+                                          hint=HOST_OOM_HINT) from exc
+                raise
 
     def _run_reference_worker_retrying(self, task: Task, jobs: list[ReferenceCaseJob], compile_env: dict[str, str],
                                        writable: list[str]) -> WorkerReport:
@@ -263,7 +280,7 @@ class ReferencesMixin:
             try:
                 return self._run_reference_worker(task, jobs, compile_env, writable, start=start, config=config)
             except ReferenceFailed as exc:
-                if not exc.killed_by_signal:
+                if not exc.killed_by_signal or exc.host_oom:  # the host's OOM killer: _run_reference_gated
                     raise
                 failures.append(f"attempt {number} of {len(attempts)} ({how}): {exc}")
                 if number < len(attempts):
@@ -289,7 +306,9 @@ class ReferencesMixin:
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
             with self._busy.using(spare):  # cancel() kills it (and refuses the retry that would follow)
+                oom_kills_before = oom_kills()
                 proc = spare.run(job, timeout=self.reference_timeout_s, label=f"reference {task.id}")
+                host_oom = killed_by_host_oom(proc.signal_name, oom_kills_before, oom_kills())
             if proc.timed_out or not os.path.isfile(report_path):
                 failed = ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
@@ -297,6 +316,7 @@ class ReferencesMixin:
                     hint=WORKER_DIED_HINT)
                 failed.killed_by_signal = not proc.timed_out and (proc.returncode or 0) < 0
                 failed.timed_out = proc.timed_out
+                failed.host_oom = None if proc.timed_out else host_oom
                 raise failed
             return WorkerReport.from_json(Path(report_path).read_text())
         finally:
