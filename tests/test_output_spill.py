@@ -152,3 +152,18 @@ def test_a_spill_the_disk_refuses_is_infra_error_not_the_candidates(tmp_path, mo
         verdict = verifier.verify(task, Candidate(solution_path("l1_relu", "triton").read_text()))
     assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics
     assert "OutputWriteError" in verdict.diagnostics and "spilled-outputs" in verdict.diagnostics
+
+
+def test_the_spill_benchmark_runs_and_round_trips():
+    """benchmarks/output_spill.py at a tiny size: it runs, checks its own round trip, and reports."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "output_spill.py"
+    res = subprocess.run([sys.executable, str(script), "--sizes-mib", "1", "--repeat", "1", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    row = json.loads(res.stdout)["rows"][0]
+    assert row["size_mib"] == 1 and row["spill_worker_s"] > 0 and row["spill_parent_s"] > 0
