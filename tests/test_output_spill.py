@@ -19,8 +19,8 @@ from amdkv.verify.runtime_guards import FileAccessGuard
 from amdkv.verify.worker_jobs import _tensor_bytes, save_for_parent
 
 
-def _spill(tmp_path, above_bytes: int) -> OutputSpill:
-    return OutputSpill(str(tmp_path / SPILL_FOLDER), above_bytes, save=save_for_parent, nbytes=_tensor_bytes)
+def _spill(tmp_path, budget_bytes: int) -> OutputSpill:
+    return OutputSpill(str(tmp_path / SPILL_FOLDER), budget_bytes, save=save_for_parent, nbytes=_tensor_bytes)
 
 
 def _outputs(spill: OutputSpill) -> tuple[dict, dict]:
@@ -47,14 +47,14 @@ def _round_trip(tmp_path, written: dict) -> dict:
     return resolve_spilled(load_tensor_file(path), str(tmp_path / SPILL_FOLDER), load_tensor_file)
 
 
-def test_spilled_calls_come_back_equal_and_small_ones_stay_in_memory(tmp_path):
-    spill = _spill(tmp_path, above_bytes=100)  # the 64x32 float tensor (8 KiB) spills; 80 and 8 bytes do not
+def test_spilled_calls_come_back_equal_and_those_within_the_budget_stay_in_memory(tmp_path):
+    spill = _spill(tmp_path, budget_bytes=100)  # the 64x32 float tensor (8 KiB) spills; 80 and 8 more bytes fit
     written, plain = _outputs(spill)
     assert spill.count == 1 and MARKER_KEY in written["case"]["trials"][0]
     assert written["case"]["trials"][1] is plain["case"]["trials"][1], "a small call was spilled"
     assert _same(_round_trip(tmp_path, written), plain)
 
-    every = _spill(tmp_path / "all", above_bytes=0)
+    every = _spill(tmp_path / "all", budget_bytes=0)
     written, plain = _outputs(every)
     assert every.count == 3
     assert _same(_round_trip(tmp_path / "all", written), plain)
@@ -63,7 +63,7 @@ def test_spilled_calls_come_back_equal_and_small_ones_stay_in_memory(tmp_path):
 def test_a_spilled_file_changed_after_it_was_written_is_refused(tmp_path):
     """The candidate's later calls run in the same process, and native host code writes files
     without Python seeing it: the hash taken at writing time must catch a rewrite."""
-    spill = _spill(tmp_path, above_bytes=0)
+    spill = _spill(tmp_path, budget_bytes=0)
     written, _ = _outputs(spill)
     forged = tmp_path / "forged.pt"
     save_for_parent([torch.zeros(64, 32), 3.5], str(forged))
@@ -81,13 +81,13 @@ def test_a_spilled_file_changed_after_it_was_written_is_refused(tmp_path):
     {MARKER_KEY: "7.pt", "sha256": "0" * 64},  # no such file
 ])
 def test_a_bad_marker_is_refused(tmp_path, marker):
-    _outputs(_spill(tmp_path, above_bytes=0))
+    _outputs(_spill(tmp_path, budget_bytes=0))
     with pytest.raises(SpillError):
         resolve_spilled({"case": {"trials": [marker]}}, str(tmp_path / SPILL_FOLDER), load_tensor_file)
 
 
 def test_a_symlink_in_place_of_a_spilled_file_is_refused(tmp_path):
-    spill = _spill(tmp_path, above_bytes=0)
+    spill = _spill(tmp_path, budget_bytes=0)
     written, _ = _outputs(spill)
     target = tmp_path / "elsewhere.pt"
     os.replace(tmp_path / SPILL_FOLDER / "0.pt", target)

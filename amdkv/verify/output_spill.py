@@ -14,8 +14,10 @@ is taken when it is written, before any more candidate code runs, and travels in
 which is written after all of it; the parent refuses a file whose bytes differ (`unloadable_outputs`,
 hack_detected, under every policy). Python-level opens of the folder are refused by the file guard.
 
-Small outputs (the common case) stay in memory: spilling costs a write, a read for the hash in the
-worker and another in the parent, worth it only where memory is the limit.
+Outputs stay in memory while the worker holds less than its budget (`spill_outputs_mib`, 4 GiB by
+default); a call whose outputs would take it past that is spilled. Spilling costs a write and a
+SHA-256 in the worker and another in the parent: +3.4 s per GiB on the 2-core dev machine
+(benchmarks/output_spill.py, docs/verifier.md), worth it only where memory is the limit.
 """
 
 from __future__ import annotations
@@ -41,18 +43,24 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 class OutputSpill:
-    """The worker's side: `keep(leaves)` returns the leaves themselves when they are small, else saves
-    them to a file of their own and returns a marker naming it (and its hash) for the outputs file."""
+    """The worker's side: `keep(leaves)` returns the leaves themselves while the outputs it kept in
+    memory stay within `budget_bytes`, else saves them to a file of their own and returns a marker
+    naming it (and its hash) for the outputs file."""
 
-    def __init__(self, folder: str, above_bytes: int, save: Callable[[Any, str], None],
+    def __init__(self, folder: str, budget_bytes: int, save: Callable[[Any, str], None],
                  nbytes: Callable[[Any], int]) -> None:
-        self.folder, self.above_bytes = folder, above_bytes
+        self.folder, self.budget_bytes = folder, budget_bytes
         self._save, self._nbytes = save, nbytes
-        self.count = 0
+        self.count = 0  # calls spilled
+        self.held = 0  # bytes of the calls kept in memory
         os.makedirs(folder, exist_ok=True)  # before the candidate is imported: it cannot plant the folder
 
     def keep(self, leaves: Any) -> Any:
-        if leaves is None or self._nbytes(leaves) <= self.above_bytes:
+        if leaves is None:
+            return leaves
+        size = self._nbytes(leaves)
+        if self.held + size <= self.budget_bytes:
+            self.held += size
             return leaves
         name = f"{self.count}.pt"
         self.count += 1

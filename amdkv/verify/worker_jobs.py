@@ -462,8 +462,8 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     protected = [job.report_path, job.report_path + ".tmp", job.outputs_path]
     settings = worker_settings()
     timing_lock, resident_inputs = settings.timing_lock, settings.resident_inputs
-    # a checked call's outputs above the threshold go to a file at once (output_spill.py), not into
-    # memory until the end: the worker's host memory cap is the candidate's, not the verifier's
+    # a checked call's outputs go to a file at once once the worker holds its budget of them
+    # (output_spill.py), not into memory until the end: the host memory cap is the candidate's, not ours
     spill = OutputSpill(spill_folder_for(job.outputs_path),
                         int(settings.spill_outputs_mib * 2 ** 20), save=save_for_parent, nbytes=_tensor_bytes)
     with clock.phase("guards"):

@@ -405,7 +405,7 @@ class WorkerSettings(Message):
     prewarm_profiler: bool = True  # VerifierConfig.prewarm_profiler
     blocking_sync: bool = True  # VerifierConfig.blocking_sync
     resident_inputs: bool = True  # VerifierConfig.resident_inputs
-    spill_outputs_mib: float = 256.0  # VerifierConfig.spill_outputs_mib
+    spill_outputs_mib: float = 4096.0  # VerifierConfig.spill_outputs_mib
     worker_threads: int | None = None  # VerifierConfig.worker_threads
 
 
