@@ -688,6 +688,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kb-trials", type=int, default=1,
                     help="amdkv's seeded trials for KernelBench (its inputs reach 17 GB per call; each trial's "
                          "inputs and float64 goldens go to the reference cache)")
+    ap.add_argument("--trials", type=int, default=3,
+                    help="amdkv's seeded trials for TritonBench-G and ROCmBench (fewer for one long test alone in a "
+                         "call: ROCmBench's rmsnorm_fwd runs ~84 s per run, and a trial is two runs on each side)")
     ap.add_argument("--kb-jobs", type=int, default=4, help="amdkv: KernelBench candidates at once (host memory)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
@@ -741,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
             amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,
                                 jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
-                                timeout=args.timeout, trials=args.kb_trials if key == "kb" else 3,
+                                timeout=args.timeout, trials=args.kb_trials if key == "kb" else args.trials,
                                 reference_timeout=args.reference_timeout, shard=shard,
                                 file_size_gib=KB_CANDIDATE_FILE_GIB if key == "kb" else None,
                                 solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None, only=only_tasks)
