@@ -226,3 +226,27 @@ def test_a_node_removed_mid_run_loses_only_its_in_flight_work(cluster):
         assert [v.status for v in late] == ["infra_error", "infra_error"], [v.to_dict() for v in late]
         assert {v.reason for v in late} <= {"no_live_ray_node", "ray_node_lost"}
         assert all(v.correct is None for v in late)
+
+
+RESTORE_PROBE = """
+import signal
+from amdkv.cluster.ray_verifier import RayVerifier
+mine = lambda *_: None
+signal.signal(signal.SIGTERM, mine)
+verifier = RayVerifier("local", "cpu")
+replaced = signal.getsignal(signal.SIGTERM) is not mine
+verifier.close()
+print("RESULT", replaced, signal.getsignal(signal.SIGTERM) is mine)
+"""
+
+
+def test_a_local_ray_verifier_puts_back_the_sigterm_handler_it_found():
+    """`ray.init` leaves its own SIGTERM handler behind (in a process that started a node, one that
+    hangs in a fork: the CI hang of session 20); a RayVerifier that made the connection puts back the
+    one it found when it closes. In a process of its own: this module's cluster is connected here."""
+    res = subprocess.run([sys.executable, "-c", RESTORE_PROBE], capture_output=True, text=True, timeout=240)
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT")), None)
+    assert res.returncode == 0 and line, res.stderr[-2000:]
+    replaced, restored = line.split()[1:]
+    assert replaced == "True", "Ray no longer installs a SIGTERM handler: the restore may be dropped"
+    assert restored == "True", "the SIGTERM handler Ray installed outlived the verifier"

@@ -425,7 +425,9 @@ def _connect(ray: Any, address: str) -> bool:
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
     try:
         if address == "local":
-            ray.init(include_dashboard=False, **kwargs)
+            # "local" said to Ray too: with no address, ray.init joins the cluster this machine last
+            # started (its temp folder's record) instead of starting one of its own
+            ray.init(address="local", include_dashboard=False, **kwargs)
         else:
             ray.init(address=address, **kwargs)
     except ConnectionError as exc:
