@@ -116,7 +116,7 @@ class VerifierConfig:
             if int(getattr(self, name)) < 1:
                 raise BadInputError(f"{name}={getattr(self, name)!r}: must be >= 1", hint=f"e.g. {name}=1")
         if not float(self.spill_outputs_mib) >= 0:
-            raise BadInputError(f"spill_outputs_mib={self.spill_outputs_mib!r}: must be >= 0 MiB", hint="e.g. 256")
+            raise BadInputError(f"spill_outputs_mib={self.spill_outputs_mib!r}: must be >= 0 MiB", hint="e.g. 4096")
         if self.timeout is not None and not self.timeout > 0:
             raise BadInputError(f"timeout={self.timeout!r}: must be > 0 seconds", hint="e.g. timeout=120")
         object.__setattr__(self, "archs", tuple(self.archs))

@@ -35,6 +35,9 @@ class ProcessResult:
     timed_out: bool
     wall_s: float
     cancelled: bool = False  # stopped because the caller's `cancel` event was set (run_process)
+    # died by SIGKILL while the host's out-of-memory killer ran: why, else None (verify/host_oom.py;
+    # set by verify.pool.Spare.run for every worker)
+    host_oom: str | None = None
 
     @property
     def signal_name(self) -> str | None:

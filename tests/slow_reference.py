@@ -33,8 +33,10 @@ def slow_task(root: Path):
     return load_suite(slow_suite(root))[0]
 
 
-def workers_labelled(label: str) -> list[int]:
-    """Pids of live processes whose cwd holds the worker job label `label` (pool.JOB_LABEL_FILE)."""
+def workers_labelled(label: str, descendants_of: int | None = None) -> list[int]:
+    """Pids of live processes whose cwd holds the worker job label `label` (pool.JOB_LABEL_FILE);
+    with `descendants_of`, only that process's descendants (a test that kills workers must not reach
+    another test's, which may run the same task beside it under xdist)."""
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -44,7 +46,18 @@ def workers_labelled(label: str) -> list[int]:
                 pids.append(int(proc.name))
         except OSError:
             continue
-    return pids
+    return [p for p in pids if descendants_of is None or _descends_from(p, descendants_of)]
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == ancestor:
+            return True
+    return False
 
 
 def until(predicate, seconds: float) -> bool:

@@ -73,10 +73,7 @@ def test_a_verifier_waits_for_disk_and_both_verdicts_are_ok(tmp_path, monkeypatc
     """Two candidates of a real verifier with 2 jobs, on a disk that holds one run's outputs at a time:
     the second waits (disk_wait_s) and both are `ok`, none an infra_error."""
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(disk_admission, "ADMISSION", DiskAdmission(free=lambda _: 1))
-    from amdkv.verify import verifier as verifier_module
-
-    monkeypatch.setattr(verifier_module, "ADMISSION", disk_admission.ADMISSION)
+    monkeypatch.setattr(disk_admission.ADMISSION, "_free", lambda _: 1)  # this process's one admission
     task = load_task(task_path("l1_relu"))
     source = solution_path("l1_relu", "triton").read_text()
     with Verifier("cpu", jobs=2, verdict_cache=False, compile_baseline=False, min_free_disk_gib=0) as verifier:

@@ -2,8 +2,8 @@
 (the machine's failure), not the candidate's `runtime_error`/`crashed:SIGKILL` (verify/host_oom.py).
 
 The kernel's OOM killer is a boundary these tests cannot reach without starving the machine: the
-verifier's reading of its counter (/proc/vmstat `oom_kill`) is replaced by a counter that rises
-during the run. The worker and its SIGKILL are real."""
+worker pool's reading of its counter (/proc/vmstat `oom_kill`, `Spare.run`) is replaced by a counter
+that rises during the run. The worker and its SIGKILL are real."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ SLOW_RELU = ("BLOCK = 1024\n", "BLOCK = 1\n")
 
 @pytest.mark.parametrize("host_killed", [True, False], ids=["oom-killer-ran", "no-oom-kill"])
 def test_a_worker_killed_during_an_oom_kill_is_infra_error(tmp_path, monkeypatch, host_killed):
-    from amdkv.verify import verifier as verifier_module
+    from amdkv.verify import pool
 
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     counts = itertools.count(100) if host_killed else itertools.repeat(100)
-    monkeypatch.setattr(verifier_module, "oom_kills", lambda: next(counts))
+    monkeypatch.setattr(pool, "oom_kills", lambda: next(counts))
     task = load_task(task_path("l1_relu"))
     source = solution_path("l1_relu", "triton").read_text()
     assert SLOW_RELU[0] in source
@@ -57,8 +57,8 @@ def test_a_worker_killed_during_an_oom_kill_is_infra_error(tmp_path, monkeypatch
     killed: list[int] = []
 
     def kill_the_worker() -> None:
-        if until(lambda: workers_labelled(label), 120):
-            for pid in workers_labelled(label):
+        if until(lambda: workers_labelled(label, os.getpid()), 120):
+            for pid in workers_labelled(label, os.getpid()):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
 
@@ -80,11 +80,11 @@ def test_a_reference_killed_during_an_oom_kill_runs_again_alone_then_is_infra_er
     others, not remembered as the task's failure); killed so again, the verdict is infra_error/host_oom."""
     from slow_reference import COPY_KERNEL, slow_task
 
-    from amdkv.verify import references as references_module
+    from amdkv.verify import pool
 
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     counts = itertools.count(100)
-    monkeypatch.setattr(references_module, "oom_kills", lambda: next(counts))
+    monkeypatch.setattr(pool, "oom_kills", lambda: next(counts))
     task = slow_task(tmp_path)  # its reference sleeps: surely running when it is killed
     label = f"reference {task.id}"
     killed: list[int] = []
@@ -92,7 +92,7 @@ def test_a_reference_killed_during_an_oom_kill_runs_again_alone_then_is_infra_er
 
     def kill_every_reference_worker() -> None:
         while not stop.is_set():
-            for pid in workers_labelled(label):
+            for pid in workers_labelled(label, os.getpid()):  # this test's only
                 if pid not in killed:
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)

@@ -159,9 +159,8 @@ class JudgingMixin:
             reason = "interpreter_timeout" if self.platform.interpreter else "wall_timeout"
             return self.finish(v, TIMEOUT, reason, diag=f"the candidate did not finish within {self.timeout:.0f} s")
         if report is None:
-            host_oom = getattr(proc, "host_oom", None)
-            if host_oom and not getattr(proc, "cancelled", False):
-                raise HostOutOfMemory(host_oom, hint=HOST_OOM_HINT)
+            if proc.host_oom:
+                raise HostOutOfMemory(proc.host_oom, hint=HOST_OOM_HINT)
             sig = proc.signal_name
             reason = f"crashed:{sig}" if sig else ("process_exited" if proc.returncode == 0 else f"exit_code:{proc.returncode}")
             return self.finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "

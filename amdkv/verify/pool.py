@@ -23,6 +23,7 @@ from amdkv.config import VerifierConfig
 from amdkv.verify.gpu_memory import default_gpu_mem_fraction
 from amdkv.errors import InfrastructureError
 from amdkv.verify.fork_server import start_method
+from amdkv.verify.host_oom import killed_by_host_oom, oom_kills
 from amdkv.verify.platform import PlatformInfo, worker_gpu_env
 from amdkv.verify.sandbox import ProcessResult, with_package_on_path
 from amdkv.verify.temp_folders import make_temp_folder
@@ -332,6 +333,7 @@ class Spare:
                 Path(self.workdir, JOB_LABEL_FILE).write_text(label + "\n")
         start = self.job_sent_at = time.monotonic()
         deadline = start + timeout
+        oom_kills_before = oom_kills()
         self.proc.send_job(job.to_json().encode())
         got = self.proc.wait_for(DONE_LINE, deadline)
         self.done_seen_at = time.monotonic()
@@ -343,8 +345,11 @@ class Spare:
             threading.Thread(target=self.proc.wait, args=(None,), daemon=True, name="amdkv-reap").start()
         else:
             returncode = self.proc.wait(max(1.0, deadline - time.monotonic()) if got == "eof" else 10.0)
-        return ProcessResult(returncode, self.proc.stdout_text(), self._stderr_text(), got == "timeout",
-                             time.monotonic() - start)
+        result = ProcessResult(returncode, self.proc.stdout_text(), self._stderr_text(), got == "timeout",
+                               time.monotonic() - start)
+        if not result.timed_out:  # a timed-out worker is SIGKILLed by us, whatever else the killer did
+            result.host_oom = killed_by_host_oom(result.signal_name, oom_kills_before, oom_kills())
+        return result
 
     def kill(self) -> None:
         self.proc.kill()

@@ -23,7 +23,7 @@ from amdkv.tasks.types import Task
 from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
-from amdkv.verify.host_oom import HOST_OOM_HINT, killed_by_host_oom, oom_kills
+from amdkv.verify.host_oom import HOST_OOM_HINT
 from amdkv.verify.pool import Spare, gpu_lock_key
 from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, touch
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
@@ -306,9 +306,7 @@ class ReferencesMixin:
             report_path = os.path.join(spare.workdir, "reference_report.json")
             job = ReferenceJob(task_path=task.path, device=spare.device, cases=jobs, report_path=report_path)
             with self._busy.using(spare):  # cancel() kills it (and refuses the retry that would follow)
-                oom_kills_before = oom_kills()
                 proc = spare.run(job, timeout=self.reference_timeout_s, label=f"reference {task.id}")
-                host_oom = killed_by_host_oom(proc.signal_name, oom_kills_before, oom_kills())
             if proc.timed_out or not os.path.isfile(report_path):
                 failed = ReferenceFailed(
                     f"the reference for task {task.id} failed (rc {proc.returncode}, "
@@ -316,7 +314,7 @@ class ReferencesMixin:
                     hint=WORKER_DIED_HINT)
                 failed.killed_by_signal = not proc.timed_out and (proc.returncode or 0) < 0
                 failed.timed_out = proc.timed_out
-                failed.host_oom = None if proc.timed_out else host_oom
+                failed.host_oom = proc.host_oom
                 raise failed
             return WorkerReport.from_json(Path(report_path).read_text())
         finally:

@@ -33,7 +33,6 @@ from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
 from amdkv.verify.disk_admission import ADMISSION, candidate_disk_need
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
-from amdkv.verify.host_oom import killed_by_host_oom, oom_kills
 from amdkv.verify.output_spill import resolve_spilled, spill_folder_for
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
 from amdkv.verify.judging import (POLICY_EXEMPT_DYNAMIC, RUNTIME_ERROR_FINDINGS, JudgingMixin,  # noqa: F401
@@ -440,9 +439,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                            outputs_path=outputs_path, report_path=report_path, readable=readable,
                            capture=bool(self.archs), backend=extra_job, gpu_mem_floor_bytes=floor)
         wall0 = time.monotonic()
-        oom_kills_before = oom_kills()
         proc = spare.run(job, timeout=self.timeout, label=f"candidate {task.id}")
-        proc.host_oom = killed_by_host_oom(proc.signal_name, oom_kills_before, oom_kills())  # type: ignore[attr-defined]
         proc.gpu_mem_floor_bytes = floor  # type: ignore[attr-defined]
         proc.parent_wall_s = time.monotonic() - wall0  # type: ignore[attr-defined]
         # parts of candidate_s, put in the verdict by _judge (every language's path judges through it)
