@@ -76,10 +76,6 @@ from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
 # the GPU machine's 64 GiB disk (until session 20 only entries unused for 2 x --timeout + 60 s went,
 # none within a 4-minute shard, and 17 of 25 problems met a full disk)
 REFERENCE_CACHE_GIB = 16.0
-# KernelBench's references run as candidates write output files of several GiB (the references' expected
-# files reach 12 GiB: 9_Tall_skinny, 7_Matmul_small_K): past the candidates' default 4-GiB file limit (the
-# OS sandbox's RLIMIT_FSIZE) they would be infra_error. The candidates here are the benchmark's own code.
-KB_CANDIDATE_FILE_GIB = 32.0
 # KernelBench problems with more input than this are verified one at a time (amdkv_phase): one in flight
 # holds its inputs, eager outputs, float64 golden and the candidate's outputs on disk, about 5x its
 # inputs for an elementwise problem (~40 GB for 38_L1Norm_'s 8.6 GB); two problems of 4 GiB fit a 64-GB disk.
@@ -217,8 +213,7 @@ def candidates_by_task(lines: list[dict[str, Any]]) -> dict[str, str]:
 
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
                 timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
-                shard: tuple[int, int] = (0, 1), file_size_gib: float | None = None,
-                solo_above_bytes: int | None = None, only: frozenset[str] = frozenset()) -> dict[str, Any]:
+                shard: tuple[int, int] = (0, 1), solo_above_bytes: int | None = None, only: frozenset[str] = frozenset()) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
     run folder under `work` (not OUT: only the summaries come back from the GPU machine). With a
     `shard` (I, N), only every N-th task from the I-th: a suite longer than one device call (all 184
@@ -246,8 +241,7 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     load_s = time.monotonic() - t_load
     t0 = time.monotonic()
     config = VerifierConfig.from_env(compile_baseline=False, verdict_cache=False, cache_dir=str(run_dir / "cache"),
-                                     reference_cache_gib=REFERENCE_CACHE_GIB, reference_timeout=reference_timeout,
-                                     **({"sandbox_file_size_gib": file_size_gib} if file_size_gib else {}))
+                                     reference_cache_gib=REFERENCE_CACHE_GIB, reference_timeout=reference_timeout)
     outcomes, records = [], []
     try:
         for part, (at_once, part_lines) in enumerate(g for g in groups if g[1]):
@@ -746,7 +740,6 @@ def main(argv: list[str] | None = None) -> int:
                                 jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
                                 timeout=args.timeout, trials=args.kb_trials if key == "kb" else args.trials,
                                 reference_timeout=args.reference_timeout, shard=shard,
-                                file_size_gib=KB_CANDIDATE_FILE_GIB if key == "kb" else None,
                                 solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None, only=only_tasks)
             (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]

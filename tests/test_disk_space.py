@@ -112,22 +112,42 @@ def test_a_write_past_the_file_size_limit_says_so(tmp_path):
     assert "needs about 2.0 MiB and the worker's file-size limit is 1.0 MiB" in proc.stderr and "AMDKV_SANDBOX_FILE_SIZE_GIB" in proc.stderr
 
 
-def test_references_write_past_the_candidates_file_size_limit(tmp_path, monkeypatch):
-    """The reference (trusted) writes its outputs whatever their size; a candidate whose outputs pass
-    AMDKV_SANDBOX_FILE_SIZE_GIB is infra_error naming that limit, never a verdict on its kernel. Real
-    workers under the real OS sandbox limit, with the limit set below this task's 1 MiB outputs."""
+def _verify_under_a_small_file_limit(tmp_path, monkeypatch, candidate: str):
+    """One verification of BIG_OUTPUT_TASK under a real OS-sandbox file limit of 0.5 MiB, less than one
+    of its output files (skipped where RLIMIT_FSIZE cannot be applied: the limit is never stood in)."""
     from amdkv.verify.os_sandbox import probe
 
-    if "resource_limits" not in probe().get("applied", []):  # the limit under test must be real, never stood in
+    if "resource_limits" not in probe().get("applied", []):
         pytest.skip("the OS sandbox's resource limits (RLIMIT_FSIZE) cannot be applied on this machine, so no "
                     "worker write can be limited here (os_sandbox.probe() lists what applies)")
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     task_file = tmp_path / "big_output.py"
     task_file.write_text(BIG_OUTPUT_TASK)
     with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, trials=1,
-                  sandbox_file_size_gib=0.0005) as verifier:  # 0.5 MiB: less than one output file
-        verdict = verifier.verify(load_task(task_file), Candidate(BIG_OUTPUT_CANDIDATE))
+                  sandbox_file_size_gib=0.0005) as verifier:
+        verdict = verifier.verify(load_task(task_file), Candidate(candidate))
+    assert any((tmp_path / "cache" / "refs").rglob("expected.pt"))  # the reference (trusted) wrote its outputs
+    return verdict
+
+
+def test_a_candidate_gets_the_file_limit_its_tasks_outputs_need(tmp_path, monkeypatch):
+    """A correct kernel is judged on its outputs however large the task makes them: its worker is
+    started with the file limit its references' files call for (disk_admission.candidate_file_need),
+    not the configured one (ROCmBench's rmsnorm_fwd writes 8.5 GiB per call and was infra_error under
+    the 4-GiB default on the H100, 2026-12-06; before the fix this was infra_error here too)."""
+    verdict = _verify_under_a_small_file_limit(tmp_path, monkeypatch, BIG_OUTPUT_CANDIDATE)
+    assert verdict.status == "ok", verdict.to_dict()
+    # the outputs' files (~2 MiB) plus the 64-MiB margin: raised, and only that far
+    assert 0.0625 < verdict.timings["file_limit_gib"] < 0.07, verdict.timings
+
+
+def test_a_candidate_writing_far_more_than_its_task_needs_is_still_limited(tmp_path, monkeypatch):
+    """The raised limit still binds: a candidate whose outputs are 100 times its task's (here 100 MiB,
+    past the need and its margin) fails the write, `infra_error` naming the limit and the setting,
+    never a verdict that its outputs were checked."""
+    candidate = BIG_OUTPUT_CANDIDATE.replace("        return y\n", "        return torch.cat([y] * 100)\n")
+    assert candidate != BIG_OUTPUT_CANDIDATE
+    verdict = _verify_under_a_small_file_limit(tmp_path, monkeypatch, candidate)
     assert verdict.status == "infra_error", verdict.to_dict()
     assert "reference outputs" not in verdict.diagnostics  # the candidate's write failed, not the reference's
     assert "the worker's file-size limit" in verdict.diagnostics and "AMDKV_SANDBOX_FILE_SIZE_GIB" in verdict.diagnostics
-    assert any((tmp_path / "cache" / "refs").rglob("expected.pt"))  # the reference's outputs were written

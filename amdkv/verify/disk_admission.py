@@ -15,6 +15,13 @@ guard and the short-write handling say so as before). Its need is its references
 files (`candidate_disk_need`): every trial's outputs and their goldens, about what its five checked
 calls write without goldens. Reservations are per process (every Verifier of it shares them, the
 multi-GPU scheduler's included); separate processes sharing a disk do not see each other's.
+
+The same files size the largest single file a correct candidate writes (`candidate_file_need`): one
+spilled call's outputs, or the outputs file with what it kept in memory. A candidate whose task needs
+more than the configured per-file limit (`sandbox_file_size_gib`, RLIMIT_FSIZE) gets a worker started
+with that much (Verifier.run_and_judge): ROCmBench's `rmsnorm_fwd` makes 8.5 GiB per call, and its
+own kernel was `infra_error` under the 4-GiB limit on the H100 (2026-12-06). The limit still stops a
+candidate writing more than its task's outputs take; the disk they take was admitted above.
 """
 
 from __future__ import annotations
@@ -33,14 +40,33 @@ def free_bytes(folder: str) -> int:
     return shutil.disk_usage(folder).free
 
 
-def candidate_disk_need(refs: dict[str, dict[str, Any]]) -> int:
-    """Bytes a candidate's run is expected to write and hold until judged: the size of each of its
-    cases' expected-outputs files (reference_cache.CaseFiles)."""
-    need = 0
+FILE_NEED_MARGIN_BYTES = 64 * 2**20  # torch.save's headers and alignment over the tensors' bytes
+
+
+def _expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int]:
+    """The size of each case's expected-outputs file (reference_cache.CaseFiles): every trial's
+    outputs and their goldens."""
+    sizes = []
     for ref in refs.values():
         with contextlib.suppress(OSError):
-            need += os.stat(ref["files"].expected).st_size
-    return need
+            sizes.append(os.stat(ref["files"].expected).st_size)
+    return sizes
+
+
+def candidate_disk_need(refs: dict[str, dict[str, Any]]) -> int:
+    """Bytes a candidate's run is expected to write and hold until judged: the sum of its cases'
+    expected-outputs files."""
+    return sum(_expected_file_sizes(refs))
+
+
+def candidate_file_need(refs: dict[str, dict[str, Any]], spill_budget_bytes: int) -> int:
+    """The largest single file a correct candidate of these references writes: a spilled call's
+    outputs (at most a case's expected file, which holds a trial's outputs and more), or the final
+    outputs file (what it kept in memory: at most the spill budget, at most all its outputs)."""
+    sizes = _expected_file_sizes(refs)
+    if not sizes:
+        return 0
+    return max(max(sizes), min(sum(sizes), spill_budget_bytes)) + FILE_NEED_MARGIN_BYTES
 
 
 class DiskAdmission:

@@ -11,6 +11,7 @@ environment variable (`AMDKV_WORKER_SETTINGS`: the `WorkerSettings` message of w
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -415,6 +416,13 @@ class SparePool:
 
     def _start(self) -> Spare:
         return Spare(self.platform, self.config, gpu_mem_fraction=self.gpu_mem_fraction)
+
+    def start_with_file_limit(self, file_size_bytes: int) -> Spare:
+        """A spare like the pool's whose per-file limit (RLIMIT_FSIZE) is `file_size_bytes`. The limit is
+        set as the worker starts and only raised by a privileged process, so a task whose outputs need
+        more than the pool's limit gets a worker of its own (disk_admission.candidate_file_need)."""
+        config = dataclasses.replace(self.config, sandbox_file_size_gib=file_size_bytes / 2**30)
+        return Spare(self.platform, config, gpu_mem_fraction=self.gpu_mem_fraction)
 
     def take(self) -> Spare:
         with self._lock:

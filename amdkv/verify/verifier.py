@@ -31,7 +31,7 @@ from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
-from amdkv.verify.disk_admission import ADMISSION, candidate_disk_need
+from amdkv.verify.disk_admission import ADMISSION, candidate_disk_need, candidate_file_need
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 from amdkv.verify.output_spill import resolve_spilled, spill_folder_for
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
@@ -340,6 +340,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                     cancelled=lambda: self._busy.cancelled))
                 if waited >= 0.01:
                     v.timings["disk_wait_s"] = round(waited, 3)
+                spare = self._spare_for_file_need(v, spare, refs)
                 t0 = time.monotonic()
                 with self._busy.using(spare):
                     report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
@@ -462,6 +463,20 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
             handoffs["done_handoff_s"] = spare.done_seen_at - report.reported_at
         return report, outputs, load_error, proc
 
+
+    def _spare_for_file_need(self, v: Verdict, spare: Spare, refs: dict[str, dict[str, Any]]) -> Spare:
+        """`spare`, or, when the task's outputs need a larger file than its per-file limit allows, a
+        worker started with that limit in its place (disk_admission.candidate_file_need): a correct
+        kernel is never `infra_error` for writing its own task's outputs. The verdict's timing names
+        the limit (`file_limit_gib`)."""
+        limit = getattr(spare.sandbox, "file_size_bytes", None)
+        need = candidate_file_need(refs, int(self.config.spill_outputs_mib * 2 ** 20))
+        if limit is None or need <= limit:
+            return spare
+        spare.proc.close_idle()
+        spare.cleanup()
+        v.timings["file_limit_gib"] = round(need / 2 ** 30, 3)
+        return self.pool.start_with_file_limit(need)
 
     def _take_spare(self, v: Verdict) -> Spare:
         """A warm worker for the candidate; the wait (0 when a spare was ready) goes in the verdict."""
