@@ -39,7 +39,8 @@ Output in OUT (at most 8 files): external_gpu.json (everything), external_gpu.md
 `--rerender OUT/external_gpu.json --out DIR` recomputes a finished run's comparisons with the current
 rules (no GPU needed). A suite longer than one call runs over N calls with `--shard 0/N` ... `--shard N-1/N`
 (every N-th task of the suite's fixed order), and `--rerender A/external_gpu.json B/external_gpu.json --out DIR`
-merges them into one report.
+merges them into one report; with `--later-replaces`, a task re-run in a later call (`--task ID`) keeps that
+call's row.
 On `--device cpu` (the CI test) the amdkv phases run under the Triton interpreter and a harness whose
 code is missing from the checkout is reported as unavailable.
 """
@@ -584,11 +585,13 @@ def _summed(parts: list[dict[str, Any]], field: str) -> float | None:
     return None if any(v is None for v in values) else round(sum(values), 2)
 
 
-def merge_amdkv(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_amdkv(parts: list[dict[str, Any]], later_replaces: bool = False) -> dict[str, Any]:
     """One benchmark's amdkv side over several calls (shards): tasks united, times and counts summed,
     the rate recomputed from the sums. A side carried whole by more than one call (two harness-only
     calls, `--amdkv-from` the same amdkv call, the second with `--task` for what the first's budget
-    cut) counts once; any other task in two calls is a mistake in the shards: refused."""
+    cut) counts once; any other task in two calls is a mistake in the shards: refused, unless
+    `later_replaces` (a task run again after a fix, `--task ID`): then the last call's row stands, the
+    counts are those of the rows that stand, and the times stay the calls' sum (every run's cost)."""
     distinct: list[dict[str, Any]] = []
     for part in parts:
         if not any(part["tasks"] == seen["tasks"] for seen in distinct):
@@ -597,14 +600,22 @@ def merge_amdkv(parts: list[dict[str, Any]]) -> dict[str, Any]:
     tasks: dict[str, Any] = {}
     for part in parts:
         twice = sorted(set(tasks) & set(part["tasks"]))
-        if twice:
+        if twice and not later_replaces:
             raise SystemExit(f"--rerender: task(s) {', '.join(twice[:5])} are in more than one run; merge only "
-                             "runs of different --shard values")
+                             "runs of different --shard values, or add --later-replaces when a later run is a "
+                             "re-run of those tasks whose rows should stand")
         tasks.update(part["tasks"])
-    counts = dict(sum((collections.Counter(p.get("status_counts") or {}) for p in parts), collections.Counter()))
-    seconds, verified = _summed(parts, "seconds"), sum(p["verified"] for p in parts)
+    if later_replaces:
+        counts = dict(collections.Counter(row["status"] for row in tasks.values()))
+        verified = len(tasks)
+        no_reference = {t for p in parts for t in p.get("no_reference") or []} - set(tasks)
+        n_tasks = len(tasks) + len(no_reference)
+    else:
+        counts = dict(sum((collections.Counter(p.get("status_counts") or {}) for p in parts), collections.Counter()))
+        verified, n_tasks = sum(p["verified"] for p in parts), sum(p["n_tasks"] for p in parts)
+    seconds = _summed(parts, "seconds")
     return {**parts[0], "tasks": tasks, "status_counts": counts, "seconds": seconds, "verified": verified,
-            "n_tasks": sum(p["n_tasks"] for p in parts), "load_s": _summed(parts, "load_s"),
+            "n_tasks": n_tasks, "load_s": _summed(parts, "load_s"),
             "per_minute": round(60 * verified / seconds, 2) if seconds else None,
             "no_reference": sorted({t for p in parts for t in p.get("no_reference") or []}),
             "one_at_a_time": sorted({t for p in parts for t in p.get("one_at_a_time") or []}),
@@ -617,7 +628,9 @@ def merge_harness(parts: list[dict[str, Any]]) -> dict[str, Any]:
     ran_parts = [p for p in parts if "tasks" in p]
     if not ran_parts:
         return parts[0]
-    tasks = {t: r for p in ran_parts for t, r in p["tasks"].items()}
+    tasks: dict[str, Any] = {}
+    for part in ran_parts:  # a later call's row stands, except a job it never started ("not_run")
+        tasks.update({t: r for t, r in part["tasks"].items() if t not in tasks or "not_run" not in r})
     ran = sum(p["ran"] for p in ran_parts)
     seconds = _summed(ran_parts, "seconds") if len(ran_parts) == len(parts) else None
     merged = {**ran_parts[0], "tasks": tasks, "ran": ran, "seconds": seconds,
@@ -627,7 +640,7 @@ def merge_harness(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def rerender(report_jsons: Path | list[Path], out: Path) -> str:
+def rerender(report_jsons: Path | list[Path], out: Path, later_replaces: bool = False) -> str:
     """Recompute the comparisons of finished runs (their external_gpu.json) with the rules as they are
     now, and write the report to `out`: device time is scarce, the rules of comparison change (a
     harness timeout stopped counting as a harness failure on 2026-12-04), the runs' verdicts do not.
@@ -638,10 +651,11 @@ def rerender(report_jsons: Path | list[Path], out: Path) -> str:
     keys = [k for run in runs for k in run["benchmarks"]]
     for key in dict.fromkeys(keys):
         sections = [run["benchmarks"][key] for run in runs if key in run["benchmarks"]]
-        amdkv = merge_amdkv([b["amdkv"] for b in sections])
+        amdkv = merge_amdkv([b["amdkv"] for b in sections], later_replaces)
         harness = merge_harness([b["harness"] for b in sections])
         report["benchmarks"][key] = benchmark_entry(key, amdkv, harness)
-    report["rerendered"] = {"from": [str(p) for p in paths], "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    report["rerendered"] = {"from": [str(p) for p in paths], "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                            "later_replaces": later_replaces}
     out.mkdir(parents=True, exist_ok=True)
     return write_report(out, "external_gpu", report, markdown)
 
@@ -652,6 +666,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rerender", type=Path, nargs="+", default=None, metavar="EXTERNAL_GPU_JSON",
                     help="no run: recompute finished runs' comparisons and tables into --out (several: the "
                          "calls of different --shard values, merged)")
+    ap.add_argument("--later-replaces", action="store_true",
+                    help="with --rerender: a task in several runs keeps the last run's row (a re-run after a fix, "
+                         "`--task ID`), instead of being refused; times stay every run's sum")
     ap.add_argument("--amdkv-from", type=Path, default=None, metavar="EXTERNAL_GPU_JSON",
                     help="take amdkv's side of each benchmark from a finished call's external_gpu.json (same "
                          "checkout paths and --shard) and run only the harnesses: for a call whose harness phase "
@@ -689,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
     if args.rerender:
-        print(rerender(args.rerender, Path(args.out)))
+        print(rerender(args.rerender, Path(args.out), args.later_replaces))
         return 0
     shard = parse_shard(args.shard)
     only_tasks = frozenset(args.task)

@@ -75,12 +75,14 @@ def make_candidates(n: int, n_tasks: int, workdir: Path) -> list[tuple[Any, str]
 # docs/gpu.md); `hostinputs` = session 9's device-resident trial inputs
 SWITCHED_OFF = {"base": ("AMDKV_BLOCKING_SYNC", "AMDKV_SEED_TRITON_STUBS"),
                 "noseed": ("AMDKV_SEED_TRITON_STUBS",),
-                "hostinputs": ("AMDKV_RESIDENT_INPUTS",)}
+                "hostinputs": ("AMDKV_RESIDENT_INPUTS",),
+                # the shared Triton launchers (on by default since session 22)
+                "nolaunchers": ("AMDKV_SHARE_TRITON_LAUNCHERS",)}
 # `phase:seed` turns the prebuilt Triton driver helper on whatever the caller's environment says (it was
 # off by default from session 12's crashes to session 18's green probe: docs/gpu.md, Known gaps)
 SWITCHED_ON = {"seed": ("AMDKV_SEED_TRITON_STUBS",),
-               # `phase:launchers`: Triton's launchers built once per signature by the parent (session 20,
-               # off by default until measured: verify/triton_launchers.py)
+               # `phase:launchers`: Triton's launchers built once per signature by the parent (session 20;
+               # verify/triton_launchers.py; on by default since session 22's measurement)
                "launchers": ("AMDKV_SHARE_TRITON_LAUNCHERS",)}
 
 

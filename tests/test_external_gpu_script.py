@@ -270,8 +270,16 @@ def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> N
     assert tbg["amdkv"]["n_tasks"] == 3 and tbg["amdkv"]["seconds"] == 40.0
     assert tbg["harness"]["tasks"]["t1"]["exec"] is True and tbg["comparison"]["counts"]["both_pass"] == 2
     other = run("other", {"t1": bad_row}, "1/2", [], 10.0)  # the same task, another verdict: refused
-    with pytest.raises(SystemExit, match="more than one run"):
+    with pytest.raises(SystemExit, match="more than one run.*--later-replaces"):
         mod.rerender([b, other], tmp_path / "twice")
+    # ... unless the later run is a re-run after a fix (`--task t2`, amdkv only): its row stands, the counts
+    # are the standing rows', the times every run's sum; its harness job that never ran replaces nothing
+    fixed = run("fixed", {"t2": ok}, "0/2", [{"task_id": "t2", "ok": False, "not_run": "budget"}], 5.0)
+    mod.rerender([a, b, fixed], tmp_path / "rerun", later_replaces=True)
+    tbg = json.loads((tmp_path / "rerun" / "external_gpu.json").read_text())["benchmarks"]["tbg"]
+    assert tbg["amdkv"]["status_counts"] == {"ok": 3} and tbg["amdkv"]["n_tasks"] == 3
+    assert tbg["amdkv"]["seconds"] == 45.0 and tbg["harness"]["tasks"]["t2"]["exec"] is True
+    assert tbg["comparison"]["counts"]["both_pass"] == 2
 
 
 def test_large_problems_are_verified_one_at_a_time_after_the_others(tmp_path: Path) -> None:

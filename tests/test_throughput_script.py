@@ -18,6 +18,7 @@ def test_phase_options_switch_settings_off_and_on() -> None:
     assert tp.phase_environment(["hostinputs"])["AMDKV_RESIDENT_INPUTS"] == "0"
     assert tp.phase_environment(["noseed"]) == {**untouched, "AMDKV_SEED_TRITON_STUBS": "0"}
     assert tp.phase_environment(["launchers"]) == {**untouched, "AMDKV_SHARE_TRITON_LAUNCHERS": "1"}
+    assert tp.phase_environment(["nolaunchers"]) == {**untouched, "AMDKV_SHARE_TRITON_LAUNCHERS": "0"}
 
 
 def test_unphased_time_is_per_candidate_and_leaves_out_what_is_not_a_job_phase() -> None:

@@ -81,8 +81,8 @@ def test_the_worker_hook_records_what_triton_builds_a_launcher_for(monkeypatch) 
 
 
 def test_only_a_spares_own_triton_cache_gets_launchers_and_only_when_asked() -> None:
-    """The driver helper's rule (a reference worker's cache is shared with running ones: never seeded),
-    and off by default until a GPU run measures it."""
+    """The driver helper's rule (a reference worker's cache is shared with running ones: never seeded);
+    on by default since session 22's H100 run, off when asked."""
     from amdkv.config import VerifierConfig
     from amdkv.verify.platform import PlatformInfo
     from amdkv.verify.pool import seeds_triton_launchers
@@ -90,10 +90,10 @@ def test_only_a_spares_own_triton_cache_gets_launchers_and_only_when_asked() -> 
     cuda = PlatformInfo(name="cuda", device="cuda:0", can_time=True, interpreter=False)  # a description: no GPU touched
     cpu = PlatformInfo(name="cpu", device="cpu", can_time=False, interpreter=True)
     on = VerifierConfig(share_triton_launchers=True)
-    assert not VerifierConfig().share_triton_launchers
+    assert VerifierConfig().share_triton_launchers
     assert seeds_triton_launchers(cuda, on, None) and not seeds_triton_launchers(cpu, on, None)
     assert not seeds_triton_launchers(cuda, on, {"TRITON_CACHE_DIR": "/shared/compile-cache/triton"})
-    assert not seeds_triton_launchers(cuda, VerifierConfig(), None)
+    assert not seeds_triton_launchers(cuda, VerifierConfig(share_triton_launchers=False), None)
 
 
 def test_what_a_worker_reports_is_plain_whatever_the_candidate_put_in_the_list() -> None:

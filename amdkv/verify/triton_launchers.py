@@ -1,6 +1,7 @@
 """Triton's per-signature kernel launcher (`__triton_launcher`), built once by the trusted parent for each
 argument signature candidates used, and copied into every later spare's private Triton cache.
-Off by default (`AMDKV_SHARE_TRITON_LAUNCHERS`) until a GPU run measures it.
+On by default since session 22 (`AMDKV_SHARE_TRITON_LAUNCHERS=0` turns it off): on one H100 it cut
+0.25-0.34 host core-seconds per Triton candidate, every verdict the same (docs/gpu.md).
 
 Why: every candidate compiles into an empty private Triton cache (a candidate must not reach another's
 compiled kernels), so every candidate's first launch also runs gcc on Triton's launcher: on the H100
