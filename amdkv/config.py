@@ -94,7 +94,7 @@ class VerifierConfig:
     policy: str = _field("strict", "AMDKV_POLICY", "strict | reference | benchmark: which checks decide a verdict (docs/benchmarks.md)", verdict=True)
     sandbox: str = _field("auto", "AMDKV_SANDBOX", "auto | require | off: the OS sandbox of every worker (namespaces, Landlock, seccomp, limits; docs/sandbox.md)", verdict=True)
     sandbox_nproc: int | None = _field(None, "AMDKV_SANDBOX_NPROC", "processes + threads one worker may have (unset: 4 per core, at least 256)", verdict=True)
-    sandbox_file_size_gib: float = _field(4.0, "AMDKV_SANDBOX_FILE_SIZE_GIB", "largest file a worker may write (GiB; its outputs, stdout and stderr files)", verdict=True)
+    sandbox_file_size_gib: float = _field(4.0, "AMDKV_SANDBOX_FILE_SIZE_GIB", "largest file a worker may write (GiB; its outputs, stdout and stderr files); a candidate whose task's outputs need a larger file gets a worker with the limit they need (verify/disk_admission.py)", verdict=True)
     gpu_host_mem_gib: float = _field(32.0, "AMDKV_GPU_HOST_MEM_GIB", "host memory (RLIMIT_DATA) of a worker on GPU platforms (GiB); runtime_error/oom past it", verdict=True)
     unsafe_skip_static_checks: bool = _field(False, "AMDKV_UNSAFE_SKIP_STATIC_CHECKS", "TEST ONLY: skip the static anti-hack checks (the OS-sandbox and fault tests); such a verdict says so and is never ok", verdict=True)
 

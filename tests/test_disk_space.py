@@ -143,11 +143,13 @@ def test_a_candidate_gets_the_file_limit_its_tasks_outputs_need(tmp_path, monkey
 
 def test_a_candidate_writing_far_more_than_its_task_needs_is_still_limited(tmp_path, monkeypatch):
     """The raised limit still binds: a candidate whose outputs are 100 times its task's (here 100 MiB,
-    past the need and its margin) fails the write, `infra_error` naming the limit and the setting,
-    never a verdict that its outputs were checked."""
+    past the need and its margin) fails the write. That limit held every correct output of the task, so
+    the outputs are wrong: `mismatch`/`outputs_too_large`, naming the limit, never an `infra_error` that a
+    reward could treat as "try again" (it was `infra_error` before session 22)."""
     candidate = BIG_OUTPUT_CANDIDATE.replace("        return y\n", "        return torch.cat([y] * 100)\n")
     assert candidate != BIG_OUTPUT_CANDIDATE
     verdict = _verify_under_a_small_file_limit(tmp_path, monkeypatch, candidate)
-    assert verdict.status == "infra_error", verdict.to_dict()
+    assert (verdict.status, verdict.reason, verdict.compiled) == ("mismatch", "outputs_too_large", True), \
+        verdict.to_dict()
     assert "reference outputs" not in verdict.diagnostics  # the candidate's write failed, not the reference's
     assert "the worker's file-size limit" in verdict.diagnostics and "AMDKV_SANDBOX_FILE_SIZE_GIB" in verdict.diagnostics

@@ -146,10 +146,11 @@ def test_a_spill_the_disk_refuses_is_infra_error_not_the_candidates(tmp_path, mo
     """A write that fails mid-run (here the sandbox's per-file limit, below one call's outputs) is the
     machine's failure, as the outputs file's write at the end always was: never a runtime_error."""
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
-    # the worker keeps the configured limit: a correct candidate would get the limit its task's files
-    # need (disk_admission.candidate_file_need), so here the need reads as none, as for a candidate
-    # that writes more than its task's outputs
-    monkeypatch.setattr("amdkv.verify.verifier.candidate_file_need", lambda refs, spill_budget_bytes: 0)
+    # the stand-in for a disk that refuses the write: the configured per-file limit, below one call's
+    # outputs, with the task's need read as unknown (as when a reference's file cannot be read), so the
+    # limit is not raised and the failed write is not the candidate's (disk_admission.candidate_file_need)
+    for name in ("amdkv.verify.verifier.candidate_file_need", "amdkv.verify.judging.candidate_file_need"):
+        monkeypatch.setattr(name, lambda refs, spill_budget_bytes: None)
     task = load_task(task_path("l1_relu"))
     with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, spill_outputs_mib=0,
                   sandbox_file_size_gib=4 / 2 ** 20) as verifier:  # 4 KiB; the small case's outputs are 32 KiB

@@ -43,30 +43,38 @@ def free_bytes(folder: str) -> int:
 FILE_NEED_MARGIN_BYTES = 64 * 2**20  # torch.save's headers and alignment over the tensors' bytes
 
 
-def _expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int]:
+def _expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int | None]:
     """The size of each case's expected-outputs file (reference_cache.CaseFiles): every trial's
-    outputs and their goldens."""
-    sizes = []
+    outputs and their goldens; None for a file that cannot be read."""
+    sizes: list[int | None] = []
     for ref in refs.values():
-        with contextlib.suppress(OSError):
+        try:
             sizes.append(os.stat(ref["files"].expected).st_size)
+        except OSError:
+            sizes.append(None)
     return sizes
 
 
 def candidate_disk_need(refs: dict[str, dict[str, Any]]) -> int:
     """Bytes a candidate's run is expected to write and hold until judged: the sum of its cases'
     expected-outputs files."""
-    return sum(_expected_file_sizes(refs))
+    return sum(size or 0 for size in _expected_file_sizes(refs))
 
 
-def candidate_file_need(refs: dict[str, dict[str, Any]], spill_budget_bytes: int) -> int:
+def candidate_file_need(refs: dict[str, dict[str, Any]], spill_budget_bytes: int) -> int | None:
     """The largest single file a correct candidate of these references writes: a spilled call's
     outputs (at most a case's expected file, which holds a trial's outputs and more), or the final
-    outputs file (what it kept in memory: at most the spill budget, at most all its outputs)."""
+    outputs file (what it kept in memory: at most the spill budget, at most all its outputs). None
+    when a case's file cannot be read: then nothing is known, and the configured limit stands.
+
+    A bound, so a write past a limit at least this large is the candidate's: outputs larger than any
+    correct outputs of its task (judging: `mismatch`/`outputs_too_large`, never an `infra_error` a
+    reward could treat as "try again")."""
     sizes = _expected_file_sizes(refs)
-    if not sizes:
-        return 0
-    return max(max(sizes), min(sum(sizes), spill_budget_bytes)) + FILE_NEED_MARGIN_BYTES
+    if not sizes or None in sizes:
+        return None
+    known = [size for size in sizes if size is not None]
+    return max(max(known), min(sum(known), spill_budget_bytes)) + FILE_NEED_MARGIN_BYTES
 
 
 class DiskAdmission:

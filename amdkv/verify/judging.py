@@ -24,8 +24,9 @@ from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, MISMATCH, OK, RUNTIME_ERROR, TIMEOUT, UNVERIFIABLE,
                                   CaseResult, Verdict, compiled_after, worst_status)
-from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateResult, Finding, ReferenceCaseReport,
-                                          WorkerReport)
+from amdkv.verify.disk_admission import candidate_file_need
+from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateResult, Finding,
+                                          OutputWriteError, ReferenceCaseReport, WorkerReport)
 
 # Findings of the candidate's worker that mean a broken kernel, not a cheat: guard bytes next to
 # an input overwritten, an interpreted access outside every tensor argument (interpreter_bounds.py).
@@ -150,6 +151,14 @@ class JudgingMixin:
         finally:
             v.timings["judge_s"] = round(time.monotonic() - t0, 3)
 
+    def _outputs_past_their_need(self, fatal: Any, refs: dict[str, dict[str, Any]]) -> bool:
+        """Whether the worker's failure is its outputs' write stopped by the per-file limit while that
+        limit held every correct output of the task (it is at least `candidate_file_need`, which the
+        verifier sees to): then the outputs are wrong, not the machine. A full disk, or a need that
+        could not be read, stays `infra_error`."""
+        return (fatal.error_type == OutputWriteError.__name__ and FILE_SIZE_LIMITED in fatal.error
+                and candidate_file_need(refs, int(self.config.spill_outputs_mib * 2 ** 20)) is not None)
+
     def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
                     report: WorkerReport | None, outputs: dict[str, Any] | None, load_error: str | None,
                     proc: Any) -> None:
@@ -166,6 +175,11 @@ class JudgingMixin:
             return self.finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "
                                f"({sig or 'rc ' + str(proc.returncode)}) before reporting")
         if report.fatal is not None:
+            if self._outputs_past_their_need(report.fatal, refs):
+                return self.finish(v, MISMATCH, "outputs_too_large", compiled=True,
+                                   diag=f"the candidate's outputs need a larger file than any correct outputs of "
+                                        f"this task (its references' expected-outputs files bound them; "
+                                        f"disk_admission.candidate_file_need): {report.fatal.error}")
             raise InfrastructureError(f"worker failed: {report.fatal.error_type}: {report.fatal.error}\n"
                                       f"{report.fatal.traceback}")
         result = report.result_of(CandidateResult)

@@ -471,7 +471,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         the limit (`file_limit_gib`)."""
         limit = getattr(spare.sandbox, "file_size_bytes", None)
         need = candidate_file_need(refs, int(self.config.spill_outputs_mib * 2 ** 20))
-        if limit is None or need <= limit:
+        if limit is None or need is None or need <= limit:
             return spare
         spare.proc.close_idle()
         spare.cleanup()
