@@ -150,7 +150,7 @@ def test_a_spill_the_disk_refuses_is_infra_error_not_the_candidates(tmp_path, mo
     # outputs, with the task's need read as unknown (as when a reference's file cannot be read), so the
     # limit is not raised and the failed write is not the candidate's (disk_admission.candidate_file_need)
     for name in ("amdkv.verify.verifier.candidate_file_need", "amdkv.verify.judging.candidate_file_need"):
-        monkeypatch.setattr(name, lambda refs, spill_budget_bytes: None)
+        monkeypatch.setattr(name, lambda refs: None)
     task = load_task(task_path("l1_relu"))
     with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, spill_outputs_mib=0,
                   sandbox_file_size_gib=4 / 2 ** 20) as verifier:  # 4 KiB; the small case's outputs are 32 KiB
@@ -172,3 +172,32 @@ def test_the_spill_benchmark_runs_and_round_trips():
     assert res.returncode == 0, res.stderr[-2000:]
     row = json.loads(res.stdout)["rows"][0]
     assert row["size_mib"] == 1 and row["spill_worker_s"] > 0 and row["spill_parent_s"] > 0
+
+
+def test_the_spill_budget_keeps_what_is_held_under_the_file_size_limit():
+    """What a worker keeps in memory goes into one outputs file at the end, so its budget is held under
+    the worker's per-file limit less torch.save's headroom: only a single call's outputs can pass the
+    limit, and the parent raises the limit above any correct call's (disk_admission.candidate_file_need).
+    Without a limit the configured budget stands; a limit below the headroom spills every call. A real
+    RLIMIT_FSIZE, in a process of its own."""
+    import subprocess
+    import sys
+
+    code = ("import resource\n"
+            "from amdkv.verify.output_spill import FILE_HEADROOM_BYTES, budget_under_file_limit\n"
+            "GiB = 2 ** 30\n"
+            "print(budget_under_file_limit(4 * GiB))\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (GiB, resource.RLIM_INFINITY))\n"
+            "print(budget_under_file_limit(4 * GiB), GiB - FILE_HEADROOM_BYTES)\n"
+            "print(budget_under_file_limit(2 ** 20))\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (2 ** 20, resource.RLIM_INFINITY))\n"
+            "print(budget_under_file_limit(4 * GiB))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    limited, expected = lines[1].split()
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_FSIZE)[0] == resource.RLIM_INFINITY:  # this test's own process: none
+        assert int(lines[0]) == 4 * 2 ** 30
+    assert int(limited) == int(expected) and int(lines[2]) == 2 ** 20 and int(lines[3]) == 0

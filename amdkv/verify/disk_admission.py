@@ -16,12 +16,14 @@ files (`candidate_disk_need`): every trial's outputs and their goldens, about wh
 calls write without goldens. Reservations are per process (every Verifier of it shares them, the
 multi-GPU scheduler's included); separate processes sharing a disk do not see each other's.
 
-The same files size the largest single file a correct candidate writes (`candidate_file_need`): one
-spilled call's outputs, or the outputs file with what it kept in memory. A candidate whose task needs
-more than the configured per-file limit (`sandbox_file_size_gib`, RLIMIT_FSIZE) gets a worker started
-with that much (Verifier.run_and_judge): ROCmBench's `rmsnorm_fwd` makes 8.5 GiB per call, and its
-own kernel was `infra_error` under the 4-GiB limit on the H100 (2026-12-06). The limit still stops a
-candidate writing more than its task's outputs take; the disk they take was admitted above.
+The same files bound the largest single file a correct candidate writes (`candidate_file_need`): one
+checked call's outputs are at most its case's expected file (which holds a trial's outputs and more),
+and what a worker keeps in memory for its outputs file is held under its file-size limit
+(`output_spill.budget_under_file_limit`). A candidate whose task needs a larger file than the
+configured per-file limit (`sandbox_file_size_gib`, RLIMIT_FSIZE) gets a worker started with that much
+(Verifier.run_and_judge): ROCmBench's `rmsnorm_fwd` makes 8.5 GiB per call, and its own kernel was
+`infra_error` under the 4-GiB limit on the H100 (2026-12-06). The limit still stops a candidate writing
+more than any correct outputs take: such a write is `mismatch`/`outputs_too_large` (judging.py).
 """
 
 from __future__ import annotations
@@ -33,14 +35,13 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from amdkv.verify.output_spill import FILE_HEADROOM_BYTES
+
 WAIT_POLL_S = 1.0  # how often a waiting candidate looks at the free space again (others' files shrink too)
 
 
 def free_bytes(folder: str) -> int:
     return shutil.disk_usage(folder).free
-
-
-FILE_NEED_MARGIN_BYTES = 64 * 2**20  # torch.save's headers and alignment over the tensors' bytes
 
 
 def _expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int | None]:
@@ -61,20 +62,19 @@ def candidate_disk_need(refs: dict[str, dict[str, Any]]) -> int:
     return sum(size or 0 for size in _expected_file_sizes(refs))
 
 
-def candidate_file_need(refs: dict[str, dict[str, Any]], spill_budget_bytes: int) -> int | None:
-    """The largest single file a correct candidate of these references writes: a spilled call's
-    outputs (at most a case's expected file, which holds a trial's outputs and more), or the final
-    outputs file (what it kept in memory: at most the spill budget, at most all its outputs). None
-    when a case's file cannot be read: then nothing is known, and the configured limit stands.
+def candidate_file_need(refs: dict[str, dict[str, Any]]) -> int | None:
+    """The largest single file a correct candidate of these references writes: one call's outputs
+    (spilled), at most its case's expected file, plus torch.save's headroom. None when a case's file
+    cannot be read: then nothing is known, and the configured limit stands.
 
     A bound, so a write past a limit at least this large is the candidate's: outputs larger than any
     correct outputs of its task (judging: `mismatch`/`outputs_too_large`, never an `infra_error` a
-    reward could treat as "try again")."""
+    reward could treat as "try again"). The outputs file the worker writes at the end holds less than
+    its limit by construction (`output_spill.budget_under_file_limit`)."""
     sizes = _expected_file_sizes(refs)
     if not sizes or None in sizes:
         return None
-    known = [size for size in sizes if size is not None]
-    return max(max(known), min(sum(known), spill_budget_bytes)) + FILE_NEED_MARGIN_BYTES
+    return max(size for size in sizes if size is not None) + FILE_HEADROOM_BYTES
 
 
 class DiskAdmission:

@@ -157,7 +157,7 @@ class JudgingMixin:
         verifier sees to): then the outputs are wrong, not the machine. A full disk, or a need that
         could not be read, stays `infra_error`."""
         return (fatal.error_type == OutputWriteError.__name__ and FILE_SIZE_LIMITED in fatal.error
-                and candidate_file_need(refs, int(self.config.spill_outputs_mib * 2 ** 20)) is not None)
+                and candidate_file_need(refs) is not None)
 
     def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
                     report: WorkerReport | None, outputs: dict[str, Any] | None, load_error: str | None,

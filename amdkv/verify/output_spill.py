@@ -28,8 +28,24 @@ import re
 from typing import Any, Callable
 
 SPILL_FOLDER = "spilled-outputs"  # in the worker's work folder, beside the outputs file
+# torch.save's headers, pickle and alignment over the tensors' bytes: what a file of outputs may take
+# beyond them (~250 bytes a tensor, so this covers ~250,000 tensors)
+FILE_HEADROOM_BYTES = 64 * 2**20
 MARKER_KEY = "__amdkv_spilled__"  # a spilled call's place in the outputs file: {MARKER_KEY: name, "sha256": hex}
 _NAME = re.compile(r"^[0-9]{1,6}\.pt$")
+
+
+def budget_under_file_limit(budget_bytes: int) -> int:
+    """The spill budget a worker uses: at most `budget_bytes`, and less when this process's per-file
+    limit (RLIMIT_FSIZE) is smaller, so that what it keeps in memory always fits its outputs file.
+    Then only a single call's outputs can pass the limit, and the parent raises the limit above any
+    correct call's (disk_admission.candidate_file_need): a write past it is the candidate's."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == resource.RLIM_INFINITY:
+        return budget_bytes
+    return max(0, min(budget_bytes, soft - FILE_HEADROOM_BYTES))
 
 
 def spill_folder_for(outputs_path: str) -> str:

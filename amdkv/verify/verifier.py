@@ -470,7 +470,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         kernel is never `infra_error` for writing its own task's outputs. The verdict's timing names
         the limit (`file_limit_gib`)."""
         limit = getattr(spare.sandbox, "file_size_bytes", None)
-        need = candidate_file_need(refs, int(self.config.spill_outputs_mib * 2 ** 20))
+        need = candidate_file_need(refs)
         if limit is None or need is None or need <= limit:
             return spare
         spare.proc.close_idle()

@@ -21,7 +21,7 @@ import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 from amdkv.verify.gpu_memory import says_out_of_memory
-from amdkv.verify.output_spill import OutputSpill, spill_folder_for
+from amdkv.verify.output_spill import OutputSpill, budget_under_file_limit, spill_folder_for
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateError, CandidateJob,
                                           CandidateResult, Finding, OutputWriteError, ReferenceCaseReport,
@@ -463,9 +463,10 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
     settings = worker_settings()
     timing_lock, resident_inputs = settings.timing_lock, settings.resident_inputs
     # a checked call's outputs go to a file at once once the worker holds its budget of them
-    # (output_spill.py), not into memory until the end: the host memory cap is the candidate's, not ours
-    spill = OutputSpill(spill_folder_for(job.outputs_path),
-                        int(settings.spill_outputs_mib * 2 ** 20), save=save_for_parent, nbytes=_tensor_bytes)
+    # (output_spill.py), not into memory until the end: the host memory cap is the candidate's, not ours;
+    # and what it holds always fits its outputs file under the file-size limit
+    budget = budget_under_file_limit(int(settings.spill_outputs_mib * 2 ** 20))
+    spill = OutputSpill(spill_folder_for(job.outputs_path), budget, save=save_for_parent, nbytes=_tensor_bytes)
     with clock.phase("guards"):
         guard = FileAccessGuard(readable=_readable_roots(job.candidate_path, job.readable),
                                 writable=[job.out_dir] + ([timing_lock] if timing_lock else []),
