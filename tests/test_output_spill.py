@@ -201,3 +201,22 @@ def test_the_spill_budget_keeps_what_is_held_under_the_file_size_limit():
     if resource.getrlimit(resource.RLIMIT_FSIZE)[0] == resource.RLIM_INFINITY:  # this test's own process: none
         assert int(lines[0]) == 4 * 2 ** 30
     assert int(limited) == int(expected) and int(lines[2]) == 2 ** 20 and int(lines[3]) == 0
+
+
+def test_a_candidate_raising_the_write_failure_itself_gets_no_infra_error(tmp_path, monkeypatch):
+    """Only the spill's own failure (by identity) leaves the case's handling as the machine's: a
+    candidate that raises an OutputWriteError from its forward, to be `infra_error` ("try again")
+    instead of failing, is judged on it like any other exception. The static checks would refuse its
+    import of amdkv first; they are skipped here (test only) to reach the worker's rule."""
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    source = solution_path("l1_relu", "triton").read_text()
+    source = source.replace("class ModelNew(nn.Module):", "from amdkv.verify.worker_protocol import OutputWriteError\n\n\n"
+                            "class ModelNew(nn.Module):", 1)
+    forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    source = source.replace(forward, forward + "        raise OutputWriteError('not a write: the candidate raised it')\n", 1)
+    assert "raise OutputWriteError" in source and "import OutputWriteError" in source
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, spill_outputs_mib=0,
+                  unsafe_skip_static_checks=True) as verifier:
+        verdict = verifier.verify(load_task(task_path("l1_relu")), Candidate(source))
+    assert verdict.status == "runtime_error", verdict.to_dict()
+    assert "not a write" in verdict.diagnostics

@@ -25,8 +25,8 @@ from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, MISMATCH, OK, RUNTIME_ERROR, TIMEOUT, UNVERIFIABLE,
                                   CaseResult, Verdict, compiled_after, worst_status)
 from amdkv.verify.disk_admission import candidate_file_need
-from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateResult, Finding,
-                                          OutputWriteError, ReferenceCaseReport, WorkerReport)
+from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateResult, Finding, OutputWriteError,
+                                          ReferenceCaseReport, WorkerFailure, WorkerReport)
 
 # Findings of the candidate's worker that mean a broken kernel, not a cheat: guard bytes next to
 # an input overwritten, an interpreted access outside every tensor argument (interpreter_bounds.py).
@@ -151,13 +151,16 @@ class JudgingMixin:
         finally:
             v.timings["judge_s"] = round(time.monotonic() - t0, 3)
 
-    def _outputs_past_their_need(self, fatal: Any, refs: dict[str, dict[str, Any]]) -> bool:
-        """Whether the worker's failure is its outputs' write stopped by the per-file limit while that
-        limit held every correct output of the task (it is at least `candidate_file_need`, which the
-        verifier sees to): then the outputs are wrong, not the machine. A full disk, or a need that
-        could not be read, stays `infra_error`."""
-        return (fatal.error_type == OutputWriteError.__name__ and FILE_SIZE_LIMITED in fatal.error
-                and candidate_file_need(refs) is not None)
+    @staticmethod
+    def _outputs_past_their_need(fatal: WorkerFailure, refs: dict[str, dict[str, Any]]) -> bool:
+        """Whether the worker's failure is its outputs' write stopped by a per-file limit that holds
+        every correct output of the task (at least `candidate_file_need`; the verifier starts the
+        worker with that much): then the outputs are wrong, not the machine. A full disk, a limit
+        below the need (one the verifier did not set), or a need that could not be read stays
+        `infra_error`."""
+        need = candidate_file_need(refs)
+        limit = fatal.file_size_limit_bytes
+        return fatal.error_type == OutputWriteError.__name__ and None not in (need, limit) and limit >= need
 
     def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
                     report: WorkerReport | None, outputs: dict[str, Any] | None, load_error: str | None,

@@ -69,6 +69,9 @@ class OutputSpill:
         self._save, self._nbytes = save, nbytes
         self.count = 0  # calls spilled
         self.held = 0  # bytes of the calls kept in memory
+        # the write failure keep() raised, by identity: the worker treats only this one as the machine's
+        # (a candidate raising an exception of the same class from its own code gets no infra_error)
+        self.failure: BaseException | None = None
         os.makedirs(folder, exist_ok=True)  # before the candidate is imported: it cannot plant the folder
 
     def keep(self, leaves: Any) -> Any:
@@ -81,7 +84,11 @@ class OutputSpill:
         name = f"{self.count}.pt"
         self.count += 1
         path = os.path.join(self.folder, name)
-        self._save(leaves, path)
+        try:
+            self._save(leaves, path)
+        except BaseException as exc:
+            self.failure = exc
+            raise
         return {MARKER_KEY: name, "sha256": file_sha256(path)}
 
 

@@ -28,7 +28,7 @@ from amdkv.verify.pool import Spare, gpu_lock_key
 from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, touch
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.worker_process import stderr_excerpt
-from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, OutputWriteError, ReferenceCaseJob, ReferenceJob,
+from amdkv.verify.worker_protocol import (OutputWriteError, ReferenceCaseJob, ReferenceJob,
                                           ReferenceResult, WorkerReport)
 
 _LOG = logging.getLogger("amdkv.verify")
@@ -187,7 +187,7 @@ class ReferencesMixin:
                 if report.fatal is not None and report.fatal.error_type == OutputWriteError.__name__:
                     # the machine's failure, whatever the disk says now (other writers may have freed it)
                     self._check_disk()
-                    limited = FILE_SIZE_LIMITED in report.fatal.error
+                    limited = report.fatal.file_size_limit_bytes is not None
                     raise InfrastructureError(f"the reference outputs of task {task.id} could not be written: "
                                               f"{report.fatal.error}",
                                               hint=FILE_SIZE_HINT if limited else LOW_DISK_HINT)

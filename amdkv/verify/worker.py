@@ -259,7 +259,8 @@ def serve(channel: Any, forked: bool = False) -> int:
             result.phase_children_cpu_s.update(prepare.children_cpu)
     except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
         fatal = WorkerFailure(error_type=type(exc).__name__, error=str(exc)[:2000],
-                              traceback=traceback.format_exc()[-6000:])
+                              traceback=traceback.format_exc()[-6000:],
+                              file_size_limit_bytes=getattr(exc, "limit_bytes", None))
     from amdkv.verify.os_sandbox import APPLIED
 
     job_s = time.monotonic() - t_job

@@ -122,8 +122,11 @@ def save_for_parent(obj: Any, path: str) -> None:
             torch.save(obj, path)
     except Exception as exc:  # noqa: BLE001 - whatever torch raises for a short write
         written = os.path.getsize(path) if os.path.exists(path) else 0
-        raise OutputWriteError(f"writing {path} failed after {written} bytes: {type(exc).__name__}: {exc}"
-                               + _file_size_note(_tensor_bytes(obj))) from exc
+        needed = _tensor_bytes(obj)
+        failure = OutputWriteError(f"writing {path} failed after {written} bytes: {type(exc).__name__}: {exc}"
+                                   + _file_size_note(needed))
+        failure.limit_bytes = _file_size_limit_passed(needed)
+        raise failure from exc
 
 
 def _no_zip_checksums() -> Any:
@@ -147,13 +150,20 @@ def _tensor_bytes(obj: Any) -> int:
     return 0
 
 
-def _file_size_note(needed: int) -> str:
-    """What to say when the file needed more than this process may write to one file ('' if not)."""
+def _file_size_limit_passed(needed: int) -> int | None:
+    """This process's per-file limit (RLIMIT_FSIZE) when a file of `needed` bytes passes it, else None."""
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
-    if soft == resource.RLIM_INFINITY or needed < soft:
+    return None if soft == resource.RLIM_INFINITY or needed < soft else soft
+
+
+def _file_size_note(needed: int) -> str:
+    """What to say when the file needed more than this process may write to one file ('' if not)."""
+    soft = _file_size_limit_passed(needed)
+    if soft is None:
         return ""
+
     def size(n: int) -> str:
         return f"{n / 2 ** 30:.2f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.1f} MiB"
 
@@ -627,7 +637,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                 with clock.phase("post_timing_check"):
                     case_out["post_timing"] = checked_call(trials[0])
         except BaseException as exc:  # noqa: BLE001
-            if isinstance(exc, OutputWriteError):  # a spill the disk refused: the machine's failure (infra_error)
+            if exc is spill.failure:  # a spill the disk or the file limit refused: judged by the parent
                 guard.enabled = False  # the worker writes its report next
                 raise
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))

@@ -338,8 +338,12 @@ class CandidateResult(Message):
 class OutputWriteError(OSError):
     """A worker could not write a file the parent reads (reference inputs and outputs, a candidate's
     outputs): the machine's failure (a disk that filled during the write, a file-size limit), never
-    the task's or the candidate's. Its name travels as `WorkerFailure.error_type`; a message with
-    FILE_SIZE_LIMITED in it says the file-size limit was the cause."""
+    the task's or the candidate's. Its name travels as `WorkerFailure.error_type`; `limit_bytes` (and
+    FILE_SIZE_LIMITED in the message) says the worker's per-file limit was the cause, and which: the
+    parent judges a candidate's write past a limit that holds every correct output of its task as the
+    candidate's (judging.py, `outputs_too_large`)."""
+
+    limit_bytes: int | None = None  # the per-file limit (RLIMIT_FSIZE) the write passed; None: not the cause
 
 
 FILE_SIZE_LIMITED = "the worker's file-size limit"
@@ -353,6 +357,7 @@ class WorkerFailure(Message):
     error_type: str  # the exception's class name
     error: str  # its text (cut to 2000 characters)
     traceback: str  # its end: what the infra_error's diagnostics show
+    file_size_limit_bytes: int | None = None  # an OutputWriteError's limit_bytes: the per-file limit it passed
 
 
 @dataclass
