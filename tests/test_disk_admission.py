@@ -39,28 +39,39 @@ def _overlap(spans) -> bool:
     return spans[1][1] < spans[0][2]
 
 
+def _admission(tmp_path, free: int) -> DiskAdmission:
+    """An admission with its own ledger folder (the default one is shared by every amdkv process of
+    this user, other tests' verifiers included)."""
+    return DiskAdmission(free=lambda _: free, root=tmp_path / "ledger")
+
+
+def _reservations(tmp_path) -> list[str]:
+    return [p.name for p in (tmp_path / "ledger").rglob("*") if p.is_file() and not p.name.startswith(".")]
+
+
 def test_two_that_fit_together_run_together(tmp_path):
-    assert _overlap(_run_two(DiskAdmission(free=lambda _: 100), str(tmp_path), need=40))
+    assert _overlap(_run_two(_admission(tmp_path, 100), str(tmp_path), need=40))
 
 
 def test_the_second_waits_while_the_two_would_not_fit(tmp_path):
-    spans = _run_two(DiskAdmission(free=lambda _: 100), str(tmp_path), need=60)
+    spans = _run_two(_admission(tmp_path, 100), str(tmp_path), need=60)
     assert len(spans) == 2 and not _overlap(spans), spans
     # the floor counts: 2 x 40 fits 100, not 100 less a floor of 30
-    assert not _overlap(_run_two(DiskAdmission(free=lambda _: 100), str(tmp_path), need=40, floor=30))
+    assert not _overlap(_run_two(_admission(tmp_path, 100), str(tmp_path), need=40, floor=30))
 
 
 def test_one_alone_runs_whatever_its_need(tmp_path):
-    admission = DiskAdmission(free=lambda _: 10)
+    admission = _admission(tmp_path, 10)
     t0 = time.monotonic()
     with admission.admitted(str(tmp_path), 10 ** 12, 0) as waited:
         assert waited < 0.5
+        assert len(_reservations(tmp_path)) == 1
     assert time.monotonic() - t0 < 1.0
-    assert admission._reserved and not any(admission._reserved.values()), "a reservation outlived its run"
+    assert not _reservations(tmp_path), "a reservation outlived its run"
 
 
 def test_a_cancelled_verifier_stops_waiting(tmp_path):
-    admission = DiskAdmission(free=lambda _: 0)
+    admission = _admission(tmp_path, 0)
     cancel = threading.Event()
     with admission.admitted(str(tmp_path), 1, 0):
         threading.Timer(0.3, cancel.set).start()
@@ -74,6 +85,7 @@ def test_a_verifier_waits_for_disk_and_both_verdicts_are_ok(tmp_path, monkeypatc
     the second waits (disk_wait_s) and both are `ok`, none an infra_error."""
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(disk_admission.ADMISSION, "_free", lambda _: 1)  # this process's one admission
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")  # not other tests' candidates
     task = load_task(task_path("l1_relu"))
     source = solution_path("l1_relu", "triton").read_text()
     with Verifier("cpu", jobs=2, verdict_cache=False, compile_baseline=False, min_free_disk_gib=0) as verifier:
@@ -83,3 +95,53 @@ def test_a_verifier_waits_for_disk_and_both_verdicts_are_ok(tmp_path, monkeypatc
     assert [v.status for v in verdicts] == ["ok", "ok"], [(v.status, v.reason, v.diagnostics[:300]) for v in verdicts]
     waits = sorted(v.timings.get("disk_wait_s", 0.0) for v in verdicts)
     assert waits[0] == 0.0 and waits[1] > 0.0, waits
+
+
+_HOLDER = """
+import sys, time
+from amdkv.verify.disk_admission import DiskAdmission
+admission = DiskAdmission(free=lambda _: 100, root=sys.argv[1])
+with admission.admitted(sys.argv[2], 60, 0) as waited:
+    print("admitted", time.monotonic(), waited, flush=True)
+    if sys.argv[3] == "die":
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(1.0)
+    print("released", time.monotonic(), flush=True)
+"""
+
+
+def _holder(tmp_path, how: str):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "ledger"), str(tmp_path), how],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_candidates_of_two_processes_wait_for_each_other(tmp_path):
+    """The ledger is the machine's: two processes (two `amdkv eval`s, or Ray's one per GPU) whose two
+    candidates do not fit the disk together run one after the other. Real processes, real locks; the
+    free space (100 bytes, 60 needed each) is the stand-in."""
+    procs = [_holder(tmp_path, "hold") for _ in range(2)]
+    spans = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, out
+        stamps = {line.split()[0]: float(line.split()[1]) for line in out.splitlines()}
+        spans.append((stamps["admitted"], stamps["released"]))
+    first, second = sorted(spans)
+    assert second[0] >= first[1], spans  # the second admitted only after the first released
+    assert not _reservations(tmp_path)
+
+
+def test_a_killed_holders_reservation_goes_with_it(tmp_path):
+    """A process killed while it holds leaves its file, but not its lock: the next admission sees no
+    living holder, removes the file, and admits at once (a crash never keeps disk reserved)."""
+    proc = _holder(tmp_path, "die")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == -9 and out.startswith("admitted"), (proc.returncode, out)
+    assert len(_reservations(tmp_path)) == 1  # left behind by the killed holder
+    with _admission(tmp_path, 0).admitted(str(tmp_path), 60, 0) as waited:
+        assert waited < 0.5 and len(_reservations(tmp_path)) == 1  # its own
+    assert not _reservations(tmp_path)

@@ -13,8 +13,11 @@ candidates admitted before it have reserved and less the `min_free_disk_gib` flo
 or when no other candidate on that file system is admitted (alone, it runs: it fits, or the free-disk
 guard and the short-write handling say so as before). Its need is its references' expected-outputs
 files (`candidate_disk_need`): every trial's outputs and their goldens, about what its five checked
-calls write without goldens. Reservations are per process (every Verifier of it shares them, the
-multi-GPU scheduler's included); separate processes sharing a disk do not see each other's.
+calls write without goldens. Reservations are the machine's, per user: every amdkv process keeps them
+in one ledger folder (`AMDKV_DISK_LEDGER_DIR`, default in /dev/shm), a file per admitted candidate,
+flock'ed by its holder, so several `amdkv eval`s, `amdkv serve`, and Ray's process per GPU see each
+other's (until session 22 they were per process). A killed holder's lock goes with it, and its file is
+removed when next seen: a crash never leaves disk reserved.
 
 The same files bound the largest single file a correct candidate writes (`candidate_file_need`): one
 checked call's outputs are at most its case's expected file (which holds a trial's outputs and more),
@@ -29,10 +32,15 @@ more than any correct outputs take: such a write is `mismatch`/`outputs_too_larg
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import itertools
 import os
 import shutil
+import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from amdkv.verify.output_spill import FILE_HEADROOM_BYTES
@@ -77,34 +85,127 @@ def candidate_file_need(refs: dict[str, dict[str, Any]]) -> int | None:
     return max(size for size in sizes if size is not None) + FILE_HEADROOM_BYTES
 
 
-class DiskAdmission:
-    """The reservations of the candidates running in this process, per file system."""
+LEDGER_ENV = "AMDKV_DISK_LEDGER_DIR"  # where the machine's reservations live (default: /dev/shm, per user)
 
-    def __init__(self, free: Callable[[str], int] = free_bytes) -> None:
+
+def default_ledger_root() -> Path:
+    """The folder every amdkv process of this user on this machine keeps its disk reservations in:
+    `AMDKV_DISK_LEDGER_DIR`, else a folder of this user in /dev/shm (memory, machine-wide, gone at a
+    reboot, like the reservations), else in the temp folder."""
+    configured = os.environ.get(LEDGER_ENV)
+    if configured:
+        return Path(configured)
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir()
+    return Path(base) / f"amdkv-disk-admission-{os.getuid()}"
+
+
+class _Ledger:
+    """One file system's reservations on this machine: a file per admitted candidate, holding its need,
+    flock'ed by its holder for as long as it holds. A file nobody holds is a dead holder's (a killed
+    process): removed when seen. Scans and new reservations happen under the folder's `.lock`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._names = itertools.count()
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        fd = os.open(self.folder / ".lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def live(self) -> tuple[int, int]:
+        """(bytes reserved, reservations) of the living holders; a dead holder's file is removed."""
+        reserved = count = 0
+        for entry in os.scandir(self.folder):
+            if entry.name.startswith("."):
+                continue
+            try:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:  # released meanwhile
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:  # held: a living reservation
+                    reserved += int(os.read(fd, 32) or b"0")
+                    count += 1
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+            finally:
+                os.close(fd)
+        return reserved, count
+
+    def reserve(self, need_bytes: int) -> tuple[str, int]:
+        """A reservation of `need_bytes` held by this process until `release`: (its path, its fd)."""
+        path = str(self.folder / f"{os.getpid()}-{threading.get_ident()}-{next(self._names)}")
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, str(need_bytes).encode())
+        return path, fd
+
+    @staticmethod
+    def release(reservation: tuple[str, int]) -> None:
+        path, fd = reservation
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.close(fd)
+
+
+class DiskAdmission:
+    """The disk reservations of the candidates running on this machine, per file system: every
+    process of this user shares them through a ledger folder (`root`, default_ledger_root), so
+    several `amdkv eval`s, an `amdkv serve` beside them, or Ray's one process per GPU do not fill a
+    disk together. Within a process, a release wakes the waiters at once; across processes they
+    look again every WAIT_POLL_S. Where the ledger folder cannot be made, this process keeps a
+    private one (said once on stderr): its candidates still wait for each other."""
+
+    def __init__(self, free: Callable[[str], int] = free_bytes, root: str | os.PathLike[str] | None = None) -> None:
         self._free = free
+        self.root = Path(root) if root is not None else None  # None: default_ledger_root() when first used
         self._cond = threading.Condition()
-        self._reserved: dict[int, int] = {}
-        self._running: dict[int, int] = {}
+        self._ledgers: dict[tuple[Path, int], _Ledger] = {}
+
+    def _ledger(self, device: int) -> _Ledger:
+        root = self.root or default_ledger_root()
+        with self._cond:
+            ledger = self._ledgers.get((root, device))
+            if ledger is None:
+                folder = root / str(device)
+                try:
+                    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                except OSError as exc:
+                    folder = Path(tempfile.mkdtemp(prefix="amdkv-disk-admission-"))
+                    print(f"amdkv: the disk-admission ledger {root} cannot be made ({exc}); candidates of other "
+                          f"processes are not seen (set {LEDGER_ENV})", file=sys.stderr, flush=True)
+                ledger = self._ledgers[(root, device)] = _Ledger(folder)
+            return ledger
 
     @contextlib.contextmanager
     def admitted(self, folder: str, need_bytes: int, floor_bytes: int,
                  cancelled: Callable[[], bool] = lambda: False) -> Iterator[float]:
         """Inside: the candidate's run and judging. Yields the seconds it waited (0.0 at once)."""
-        device = os.stat(folder).st_dev
+        ledger = self._ledger(os.stat(folder).st_dev)
         t0 = time.monotonic()
-        with self._cond:
-            while self._running.get(device, 0) and not cancelled() and \
-                    self._free(folder) - self._reserved.get(device, 0) - floor_bytes < need_bytes:
+        while True:
+            with ledger.locked():
+                reserved, running = ledger.live()
+                if not running or cancelled() or self._free(folder) - reserved - floor_bytes >= need_bytes:
+                    reservation = ledger.reserve(need_bytes)
+                    break
+            with self._cond:
                 self._cond.wait(WAIT_POLL_S)
-            self._reserved[device] = self._reserved.get(device, 0) + need_bytes
-            self._running[device] = self._running.get(device, 0) + 1
         try:
             yield time.monotonic() - t0
         finally:
+            ledger.release(reservation)
             with self._cond:
-                self._reserved[device] -= need_bytes
-                self._running[device] -= 1
                 self._cond.notify_all()
 
 
-ADMISSION = DiskAdmission()  # this process's: the disk is shared by every verifier in it
+ADMISSION = DiskAdmission()  # this process's door to the machine's ledger
