@@ -153,3 +153,21 @@ def test_a_candidate_writing_far_more_than_its_task_needs_is_still_limited(tmp_p
         verdict.to_dict()
     assert "reference outputs" not in verdict.diagnostics  # the candidate's write failed, not the reference's
     assert "the worker's file-size limit" in verdict.diagnostics and "AMDKV_SANDBOX_FILE_SIZE_GIB" in verdict.diagnostics
+
+
+def test_outputs_too_large_is_blamed_only_where_dtypes_are_enforced():
+    """The file-need bound assumes the reference's dtypes: under a benchmark rule that accepts another
+    dtype (KernelBench's and TritonBench-G's `check_dtype: False`) a correct output may be larger, so a
+    write past the limit stays the machine's there. No worker: the rule is the judge's."""
+    import dataclasses
+
+    task = load_task(task_path("l1_relu"))
+    loose = dataclasses.replace(task, metadata={**task.metadata, "benchmark_rule": {"kind": "allclose",
+                                                                                  "check_dtype": False}})
+    strict_rule = dataclasses.replace(task, metadata={**task.metadata, "benchmark_rule": {"kind": "allclose",
+                                                                                        "check_dtype": True}})
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="benchmark") as benchmark, \
+            Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False) as strict:
+        assert not benchmark._dtypes_enforced(loose) and benchmark._dtypes_enforced(strict_rule)
+        assert benchmark._dtypes_enforced(task)  # no rule: the tolerance policy, which checks dtypes
+        assert strict._dtypes_enforced(loose)  # the rule applies under the benchmark policy only

@@ -151,16 +151,24 @@ class JudgingMixin:
         finally:
             v.timings["judge_s"] = round(time.monotonic() - t0, 3)
 
-    @staticmethod
-    def _outputs_past_their_need(fatal: WorkerFailure, refs: dict[str, dict[str, Any]]) -> bool:
+    def _outputs_past_their_need(self, fatal: WorkerFailure, task: Task, refs: dict[str, dict[str, Any]]) -> bool:
         """Whether the worker's failure is its outputs' write stopped by a per-file limit that holds
         every correct output of the task (at least `candidate_file_need`; the verifier starts the
-        worker with that much): then the outputs are wrong, not the machine. A full disk, a limit
-        below the need (one the verifier did not set), or a need that could not be read stays
-        `infra_error`."""
+        worker with that much): then the outputs are wrong, not the machine. The bound assumes the
+        reference's dtypes, so it holds only where the comparison enforces them. A full disk, a limit
+        below the need (one the verifier did not set), a need that could not be read, or a benchmark
+        rule that accepts other dtypes (KernelBench's, TritonBench-G's: a float64 output may be
+        correct and 8 times an fp8 one) stays `infra_error`."""
         need = candidate_file_need(refs)
         limit = fatal.file_size_limit_bytes
-        return fatal.error_type == OutputWriteError.__name__ and None not in (need, limit) and limit >= need
+        return (fatal.error_type == OutputWriteError.__name__ and self._dtypes_enforced(task)
+                and None not in (need, limit) and limit >= need)
+
+    def _dtypes_enforced(self, task: Task) -> bool:
+        """Whether this verifier's comparison refuses an output of another dtype than the reference's:
+        always, except under a benchmark rule (policy `benchmark`) without `check_dtype`."""
+        rule = task.metadata.get("benchmark_rule") if self.config.policy == "benchmark" else None
+        return not rule or bool(rule.get("check_dtype", False))
 
     def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
                     report: WorkerReport | None, outputs: dict[str, Any] | None, load_error: str | None,
@@ -178,7 +186,7 @@ class JudgingMixin:
             return self.finish(v, RUNTIME_ERROR, reason, diag=f"the candidate's process died "
                                f"({sig or 'rc ' + str(proc.returncode)}) before reporting")
         if report.fatal is not None:
-            if self._outputs_past_their_need(report.fatal, refs):
+            if self._outputs_past_their_need(report.fatal, task, refs):
                 return self.finish(v, MISMATCH, "outputs_too_large", compiled=True,
                                    diag=f"the candidate's outputs need a larger file than any correct outputs of "
                                         f"this task (its references' expected-outputs files bound them; "
