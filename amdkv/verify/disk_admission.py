@@ -178,7 +178,8 @@ class DiskAdmission:
             if ledger is None:
                 folder = root / str(device)
                 try:
-                    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    root.mkdir(parents=True, exist_ok=True, mode=0o700)  # this user's alone
+                    folder.mkdir(exist_ok=True, mode=0o700)
                 except OSError as exc:
                     folder = Path(tempfile.mkdtemp(prefix="amdkv-disk-admission-"))
                     print(f"amdkv: the disk-admission ledger {root} cannot be made ({exc}); candidates of other "
