@@ -145,3 +145,20 @@ def test_a_killed_holders_reservation_goes_with_it(tmp_path):
     with _admission(tmp_path, 0).admitted(str(tmp_path), 60, 0) as waited:
         assert waited < 0.5 and len(_reservations(tmp_path)) == 1  # its own
     assert not _reservations(tmp_path)
+
+
+def test_the_admission_benchmark_runs(tmp_path):
+    """benchmarks/disk_admission.py at a tiny size: it runs with living holders and reports each row;
+    the holders' reservations are gone afterwards."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "disk_admission.py"
+    res = subprocess.run([sys.executable, str(script), "--holders", "0,3", "--repeat", "5", "--ledger",
+                          str(tmp_path / "ledger"), "--json"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = json.loads(res.stdout)["rows"]
+    assert [r["holders"] for r in rows] == [0, 3] and all(r["median_us"] > 0 for r in rows)
+    assert not _reservations(tmp_path)
