@@ -162,3 +162,41 @@ def test_the_admission_benchmark_runs(tmp_path):
     rows = json.loads(res.stdout)["rows"]
     assert [r["holders"] for r in rows] == [0, 3] and all(r["median_us"] > 0 for r in rows)
     assert not _reservations(tmp_path)
+
+
+def test_a_reference_that_says_its_size_waits_for_disk(tmp_path, monkeypatch):
+    """A reference whose task says what it writes (`reference_trial_bytes`, sized on the meta device by
+    the KernelBench loader) is admitted like a candidate: beside another living reservation, on a disk
+    that holds neither, it waits for that one's release, then runs; the verdict is `ok`. The free space
+    (1000 bytes) is the stand-in; the verifier, its workers and the ledger's locks are real."""
+    import os
+    from pathlib import Path
+
+    from amdkv.tasks.suites import load_suite
+
+    data = Path(__file__).resolve().parent / "data" / "external" / "kernelbench"
+    task = load_suite(f"kernelbench:{data}?only=1_Tiny_add")[0]
+    assert task.metadata["reference_trial_bytes"] == 888 + 444 + 8 * 111  # inputs, outputs, float64 golden
+    assert disk_admission.reference_disk_need(task.metadata, 1, 3) == 3 * 2220
+    assert disk_admission.reference_disk_need({}, 1, 3) == 0  # a task that does not say: not admitted
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(cache))
+    monkeypatch.setattr(disk_admission.ADMISSION, "_free", lambda _: 1000)
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    ledger = disk_admission.ADMISSION._ledger(os.stat(cache).st_dev)
+    other = ledger.reserve(10 ** 6)  # another process's candidate, still running
+    released = threading.Event()
+
+    def release() -> None:
+        ledger.release(other)
+        released.set()
+
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="reference",
+                  min_free_disk_gib=0) as verifier:
+        threading.Timer(3.0, release).start()
+        verdict = verifier.verify(task, Candidate(task.metadata["reference_candidate"]))
+    assert released.is_set(), "the verification ended before the other reservation was released"
+    assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[:500])
+    # the reference waited (not only the candidate after it, which then ran alone)
+    assert verdict.timings["reference_s"] >= 2.5 and verdict.timings.get("disk_wait_s", 0.0) < 0.5, verdict.timings

@@ -100,6 +100,18 @@ def default_ledger_root() -> Path:
     return Path(base) / f"amdkv-disk-admission-{os.getuid()}"
 
 
+def reference_disk_need(metadata: dict[str, Any], n_cases: int, trials: int) -> int:
+    """Bytes a task's reference run writes to the cache for `trials` seeded trials, from the loader's
+    `reference_trial_bytes` (one trial's inputs, eager outputs and float64 goldens: the KernelBench
+    loader sizes them on the meta device before anything runs); 0 when the task does not say, or has
+    several cases (the figure is its first case's). A reference is admitted like a candidate, so two
+    of KernelBench's largest (tens of GB each) do not fill a disk together under `amdkv eval`."""
+    per_trial = metadata.get("reference_trial_bytes")
+    if not isinstance(per_trial, int) or per_trial <= 0 or n_cases != 1:
+        return 0
+    return trials * per_trial
+
+
 class _Ledger:
     """One file system's reservations on this machine: a file per admitted candidate, holding its need,
     flock'ed by its holder for as long as it holds. A file nobody holds is a dead holder's (a killed

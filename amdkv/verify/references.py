@@ -7,6 +7,7 @@ by inheriting `ReferencesMixin`, and `amdkv.verify.verifier` re-exports the modu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -20,6 +21,7 @@ from typing import Any
 from amdkv.config import VerifierConfig
 from amdkv.errors import HostOutOfMemory, InfrastructureError
 from amdkv.tasks.types import Task
+from amdkv.verify.disk_admission import ADMISSION, reference_disk_need
 from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
@@ -183,7 +185,8 @@ class ReferencesMixin:
         try:
             # (free disk was checked when the verification started: Verifier.verify_now)
             try:
-                report = self._run_reference_gated(task, jobs, compile_env, writable)
+                with self._reference_admission(task, cases):
+                    report = self._run_reference_gated(task, jobs, compile_env, writable)
                 if report.fatal is not None and report.fatal.error_type == OutputWriteError.__name__:
                     # the machine's failure, whatever the disk says now (other writers may have freed it)
                     self._check_disk()
@@ -209,6 +212,16 @@ class ReferencesMixin:
         finally:
             for case in cases:  # what a failed run left in its cases' scratch folders (gone after success)
                 shutil.rmtree(refs[case.name]["tmp"], ignore_errors=True)
+
+    def _reference_admission(self, task: Task, cases: list[Any]) -> contextlib.AbstractContextManager[Any]:
+        """Room on the cache's disk for the reference's files beside the candidates and references
+        running on this machine (disk_admission.py), when the task says how much it writes
+        (`reference_trial_bytes`); else nothing to wait for."""
+        need = reference_disk_need(task.metadata, len(task.cases), sum(self._trials_for(c) for c in cases))
+        if not need:
+            return contextlib.nullcontext()
+        return ADMISSION.admitted(str(self.config.cache_path), need, int(self.config.min_free_disk_gib * 2 ** 30),
+                                  cancelled=lambda: self._busy.cancelled)
 
     def _evict_references(self) -> None:
         """Keep the reference cache under `reference_cache_gib` (unset: no limit) before adding to it."""

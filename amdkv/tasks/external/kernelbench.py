@@ -25,7 +25,7 @@ from typing import Any
 
 from amdkv.errors import BadInputError
 from amdkv.tasks.external import common
-from amdkv.tasks.loader import load_task
+from amdkv.tasks.loader import load_task_and_module
 from amdkv.tasks.types import Task
 
 PREFIX = "kernelbench"
@@ -112,7 +112,7 @@ def problem_task(root: Path, level: int, path: Path, *, benchmark: str, repo_roo
                  instruction: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> Task:
     """One problem file as a Task of suite `benchmark` (KernelBench's files are amdkv's format)."""
     task_id = f"level{level}/{path.stem}" if level else path.stem
-    task = load_task(path, suite=benchmark, task_id=task_id)
+    task, module = load_task_and_module(path, suite=benchmark, task_id=task_id)
     prov = common.provenance("KernelBench", "ScalingIntelligence/KernelBench", repo_root, path)
     task.level = level or None
     task.licence = common.detect_licence(path.parent, repo_root) or "MIT"
@@ -120,22 +120,41 @@ def problem_task(root: Path, level: int, path: Path, *, benchmark: str, repo_roo
     task.description = f"KernelBench level {level}: {path.stem}"
     task.metadata.update({"benchmark": benchmark, "benchmark_rule": BENCHMARK_RULE, "provenance_detail": prov,
                           "reference_candidate": reference_candidate(task.source),
-                          "input_bytes": input_bytes(task), "instruction": instruction, **(extra or {})})
+                          **sizes_on_meta(task, module), "instruction": instruction, **(extra or {})})
     return task
 
 
-def input_bytes(task: Task) -> int | None:
-    """Bytes of one call's inputs, from `get_inputs()` run on the meta device (nothing allocated).
-    KernelBench's level-1 inputs reach 17 GB per call; amdkv's verifier stores each trial's inputs and
-    float64 goldens in its reference cache, so this says what a task costs before it runs."""
+def sizes_on_meta(task: Task, module: Any) -> dict[str, int | None]:
+    """What one call of the problem moves, from `get_inputs()` and `Model` run on the meta device
+    (shapes only, nothing allocated): `input_bytes`, and `reference_trial_bytes`, what the reference
+    writes to the verifier's cache per seeded trial (inputs, eager outputs, float64 goldens).
+    KernelBench's level-1 inputs reach 17 GB per call, so this says what a task costs before it runs:
+    the benchmark script orders and shards by it, and the verifier admits a reference by disk with it
+    (disk_admission.py). The loading process runs the user's own checkout, as it imports it anyway;
+    None where a file's inputs or model need real data."""
     import torch
 
+    def tensors(value: Any) -> list[torch.Tensor]:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return [x for x in items if isinstance(x, torch.Tensor)]
+
+    sizes: dict[str, int | None] = {"input_bytes": None, "reference_trial_bytes": None}
+    case = task.cases[0]
     try:
         with torch.device("meta"):
-            inputs = task.cases[0].make_inputs()
-    except Exception:  # noqa: BLE001 - a file whose inputs need real data: size unknown
-        return None
-    return int(sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)))
+            inputs = case.make_inputs()
+    except Exception:  # noqa: BLE001 - inputs that need real data: size unknown
+        return sizes
+    sizes["input_bytes"] = int(sum(x.numel() * x.element_size() for x in tensors(inputs)))
+    try:
+        with torch.device("meta"), torch.no_grad():
+            outputs = tensors(module.Model(*case.init_inputs)(*inputs))
+    except Exception:  # noqa: BLE001 - an op without a meta kernel, or data-dependent shapes
+        return sizes
+    golden = 8 * sum(x.numel() for x in outputs if x.is_floating_point() or x.is_complex())
+    sizes["reference_trial_bytes"] = sizes["input_bytes"] + int(sum(x.numel() * x.element_size() for x in outputs)) \
+        + golden
+    return sizes
 
 
 def load(rest: str) -> list[Task]:
