@@ -150,7 +150,7 @@ def test_a_spill_the_disk_refuses_is_infra_error_not_the_candidates(tmp_path, mo
     # outputs, with the task's need read as unknown (as when a reference's file cannot be read), so the
     # limit is not raised and the failed write is not the candidate's (disk_admission.candidate_file_need)
     for name in ("amdkv.verify.verifier.candidate_file_need", "amdkv.verify.judging.candidate_file_need"):
-        monkeypatch.setattr(name, lambda refs: None)
+        monkeypatch.setattr(name, lambda sizes: None)
     task = load_task(task_path("l1_relu"))
     with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, spill_outputs_mib=0,
                   sandbox_file_size_gib=4 / 2 ** 20) as verifier:  # 4 KiB; the small case's outputs are 32 KiB

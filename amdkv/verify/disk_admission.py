@@ -52,9 +52,10 @@ def free_bytes(folder: str) -> int:
     return shutil.disk_usage(folder).free
 
 
-def _expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int | None]:
+def expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int | None]:
     """The size of each case's expected-outputs file (reference_cache.CaseFiles): every trial's
-    outputs and their goldens; None for a file that cannot be read."""
+    outputs and their goldens; None for a file that cannot be read. Read once per verification:
+    both needs below are derived from it."""
     sizes: list[int | None] = []
     for ref in refs.values():
         try:
@@ -64,13 +65,13 @@ def _expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int | None]:
     return sizes
 
 
-def candidate_disk_need(refs: dict[str, dict[str, Any]]) -> int:
+def candidate_disk_need(sizes: list[int | None]) -> int:
     """Bytes a candidate's run is expected to write and hold until judged: the sum of its cases'
-    expected-outputs files."""
-    return sum(size or 0 for size in _expected_file_sizes(refs))
+    expected-outputs files (`expected_file_sizes`)."""
+    return sum(size or 0 for size in sizes)
 
 
-def candidate_file_need(refs: dict[str, dict[str, Any]]) -> int | None:
+def candidate_file_need(sizes: list[int | None]) -> int | None:
     """The largest single file a correct candidate of these references writes: one call's outputs
     (spilled), at most its case's expected file, plus torch.save's headroom. None when a case's file
     cannot be read: then nothing is known, and the configured limit stands.
@@ -78,8 +79,7 @@ def candidate_file_need(refs: dict[str, dict[str, Any]]) -> int | None:
     A bound, so a write past a limit at least this large is the candidate's: outputs larger than any
     correct outputs of its task (judging: `mismatch`/`outputs_too_large`, never an `infra_error` a
     reward could treat as "try again"). The outputs file the worker writes at the end holds less than
-    its limit by construction (`output_spill.budget_under_file_limit`)."""
-    sizes = _expected_file_sizes(refs)
+    its limit by construction (`output_spill.budget_under_file_limit`). `sizes`: expected_file_sizes."""
     if not sizes or None in sizes:
         return None
     return max(size for size in sizes if size is not None) + FILE_HEADROOM_BYTES

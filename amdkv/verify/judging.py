@@ -24,7 +24,7 @@ from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, MISMATCH, OK, RUNTIME_ERROR, TIMEOUT, UNVERIFIABLE,
                                   CaseResult, Verdict, compiled_after, worst_status)
-from amdkv.verify.disk_admission import candidate_file_need
+from amdkv.verify.disk_admission import candidate_file_need, expected_file_sizes
 from amdkv.verify.worker_protocol import (CandidateCaseReport, CandidateResult, Finding, OutputWriteError,
                                           ReferenceCaseReport, WorkerFailure, WorkerReport)
 
@@ -159,16 +159,21 @@ class JudgingMixin:
         below the need (one the verifier did not set), a need that could not be read, or a benchmark
         rule that accepts other dtypes (KernelBench's, TritonBench-G's: a float64 output may be
         correct and 8 times an fp8 one) stays `infra_error`."""
-        need = candidate_file_need(refs)
+        need = candidate_file_need(expected_file_sizes(refs))
         limit = fatal.file_size_limit_bytes
         return (fatal.error_type == OutputWriteError.__name__ and self._dtypes_enforced(task)
                 and None not in (need, limit) and limit >= need)
 
     def _dtypes_enforced(self, task: Task) -> bool:
         """Whether this verifier's comparison refuses an output of another dtype than the reference's:
-        always, except under a benchmark rule (policy `benchmark`) without `check_dtype`."""
-        rule = task.metadata.get("benchmark_rule") if self.config.policy == "benchmark" else None
+        always, except under a benchmark rule without `check_dtype`."""
+        rule = self._benchmark_rule(task)
         return not rule or bool(rule.get("check_dtype", False))
+
+    def _benchmark_rule(self, task: Task) -> dict[str, Any] | None:
+        """The benchmark's own comparison rule when it decides (policy `benchmark` and a task that has
+        one), else None: the tolerance policy decides."""
+        return task.metadata.get("benchmark_rule") if self.config.policy == "benchmark" else None
 
     def _judge_into(self, v: Verdict, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
                     report: WorkerReport | None, outputs: dict[str, Any] | None, load_error: str | None,
@@ -335,7 +340,7 @@ class JudgingMixin:
                       inputs: dict[str, Any], outs: dict[str, Any] | None) -> tuple[str, str | None, str | None]:
         if outs is None or len(outs["trials"]) != len(expected["eager"]):
             return RUNTIME_ERROR, "missing_outputs", "the candidate returned no outputs for this case"
-        if self.config.policy == "benchmark" and task.metadata.get("benchmark_rule"):
+        if self._benchmark_rule(task):
             return self._compare_benchmark_rule(task, expected, inputs, outs)
         comp_args = task.metadata.get("comparator_args")
         golden = expected.get("golden")

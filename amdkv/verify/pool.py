@@ -352,6 +352,11 @@ class Spare:
             result.host_oom = killed_by_host_oom(result.signal_name, oom_kills_before, oom_kills())
         return result
 
+    def discard(self) -> None:
+        """A spare that never got a job: told to exit, its folder removed."""
+        self.proc.close_idle()
+        self.cleanup()
+
     def kill(self) -> None:
         self.proc.kill()
         if not self._reaping:  # after DONE the reaper thread waits for the exit, not the verdict
@@ -414,15 +419,14 @@ class SparePool:
         for _ in range(self.size):
             self._spares.append(self._start())
 
-    def _start(self) -> Spare:
-        return Spare(self.platform, self.config, gpu_mem_fraction=self.gpu_mem_fraction)
+    def _start(self, config: VerifierConfig | None = None) -> Spare:
+        return Spare(self.platform, config or self.config, gpu_mem_fraction=self.gpu_mem_fraction)
 
     def start_with_file_limit(self, file_size_bytes: int) -> Spare:
         """A spare like the pool's whose per-file limit (RLIMIT_FSIZE) is `file_size_bytes`. The limit is
         set as the worker starts and only raised by a privileged process, so a task whose outputs need
         more than the pool's limit gets a worker of its own (disk_admission.candidate_file_need)."""
-        config = dataclasses.replace(self.config, sandbox_file_size_gib=file_size_bytes / 2**30)
-        return Spare(self.platform, config, gpu_mem_fraction=self.gpu_mem_fraction)
+        return self._start(dataclasses.replace(self.config, sandbox_file_size_gib=file_size_bytes / 2**30))
 
     def take(self) -> Spare:
         with self._lock:
@@ -437,8 +441,7 @@ class SparePool:
         with self._lock:
             self._closed = True
             for s in self._spares:
-                s.proc.close_idle()
-                s.cleanup()
+                s.discard()
             self._spares.clear()
 
     def __enter__(self) -> "SparePool":

@@ -31,7 +31,7 @@ from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
-from amdkv.verify.disk_admission import ADMISSION, candidate_disk_need, candidate_file_need
+from amdkv.verify.disk_admission import ADMISSION, candidate_disk_need, candidate_file_need, expected_file_sizes
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 from amdkv.verify.output_spill import resolve_spilled, spill_folder_for
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
@@ -335,12 +335,13 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                     return False, None
                 # room on the disk for its outputs beside the candidates running (disk_admission.py),
                 # held until it is judged (the judge keeps the outputs mapped)
+                sizes = expected_file_sizes(refs)
                 waited = held.enter_context(ADMISSION.admitted(
-                    spare.workdir, candidate_disk_need(refs), int(self.config.min_free_disk_gib * 2 ** 30),
+                    spare.workdir, candidate_disk_need(sizes), int(self.config.min_free_disk_gib * 2 ** 30),
                     cancelled=lambda: self._busy.cancelled))
                 if waited >= 0.01:
                     v.timings["disk_wait_s"] = round(waited, 3)
-                spare = self._spare_for_file_need(v, spare, refs)
+                spare = self._spare_for_file_need(v, spare, candidate_file_need(sizes))
                 t0 = time.monotonic()
                 with self._busy.using(spare):
                     report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
@@ -464,17 +465,15 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
         return report, outputs, load_error, proc
 
 
-    def _spare_for_file_need(self, v: Verdict, spare: Spare, refs: dict[str, dict[str, Any]]) -> Spare:
-        """`spare`, or, when the task's outputs need a larger file than its per-file limit allows, a
-        worker started with that limit in its place (disk_admission.candidate_file_need): a correct
-        kernel is never `infra_error` for writing its own task's outputs. The verdict's timing names
-        the limit (`file_limit_gib`)."""
+    def _spare_for_file_need(self, v: Verdict, spare: Spare, need: int | None) -> Spare:
+        """`spare`, or, when the task's outputs need a larger file (`need`: disk_admission.candidate_file_need)
+        than its per-file limit allows, a worker started with that limit in its place: a correct kernel
+        is never `infra_error` for writing its own task's outputs. The verdict's timing names the limit
+        (`file_limit_gib`)."""
         limit = getattr(spare.sandbox, "file_size_bytes", None)
-        need = candidate_file_need(refs)
         if limit is None or need is None or need <= limit:
             return spare
-        spare.proc.close_idle()
-        spare.cleanup()
+        spare.discard()
         v.timings["file_limit_gib"] = round(need / 2 ** 30, 3)
         return self.pool.start_with_file_limit(need)
 

@@ -138,6 +138,9 @@ def sizes_on_meta(task: Task, module: Any) -> dict[str, int | None]:
         items = value if isinstance(value, (list, tuple)) else [value]
         return [x for x in items if isinstance(x, torch.Tensor)]
 
+    def nbytes(ts: list[torch.Tensor]) -> int:
+        return int(sum(x.numel() * x.element_size() for x in ts))
+
     sizes: dict[str, int | None] = {"input_bytes": None, "reference_trial_bytes": None}
     case = task.cases[0]
     try:
@@ -145,15 +148,14 @@ def sizes_on_meta(task: Task, module: Any) -> dict[str, int | None]:
             inputs = case.make_inputs()
     except Exception:  # noqa: BLE001 - inputs that need real data: size unknown
         return sizes
-    sizes["input_bytes"] = int(sum(x.numel() * x.element_size() for x in tensors(inputs)))
+    sizes["input_bytes"] = nbytes(tensors(inputs))
     try:
         with torch.device("meta"), torch.no_grad():
             outputs = tensors(module.Model(*case.init_inputs)(*inputs))
     except Exception:  # noqa: BLE001 - an op without a meta kernel, or data-dependent shapes
         return sizes
     golden = 8 * sum(x.numel() for x in outputs if x.is_floating_point() or x.is_complex())
-    sizes["reference_trial_bytes"] = sizes["input_bytes"] + int(sum(x.numel() * x.element_size() for x in outputs)) \
-        + golden
+    sizes["reference_trial_bytes"] = sizes["input_bytes"] + nbytes(outputs) + golden
     return sizes
 
 
