@@ -214,7 +214,8 @@ def candidates_by_task(lines: list[dict[str, Any]]) -> dict[str, str]:
 
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
                 timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
-                shard: tuple[int, int] = (0, 1), solo_above_bytes: int | None = None, only: frozenset[str] = frozenset()) -> dict[str, Any]:
+                shard: tuple[int, int] = (0, 1), solo_above_bytes: int | None = None, only: frozenset[str] = frozenset(),
+                keep: Path | None = None) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
     run folder under `work` (not OUT: only the summaries come back from the GPU machine). With a
     `shard` (I, N), only every N-th task from the I-th: a suite longer than one device call (all 184
@@ -222,7 +223,13 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     `--rerender A.json B.json`. Tasks whose inputs pass `solo_above_bytes` run one at a time, after
     the others, within the same budget: a verification in flight holds its reference's files (inputs,
     outputs, float64 goldens) and the candidate's outputs, ~40 GB for KernelBench's largest, and two
-    of those do not fit a 64-GB disk (session 20)."""
+    of those do not fit a 64-GB disk (session 20).
+
+    `keep` (the script's --out): each part's `amdkv eval` run folder (results.jsonl with every verdict's
+    timings, the report) goes there instead of under `work`, so it comes back from the GPU machine as
+    it is written. A phase cut by the step's limit (SIGINT: KeyboardInterrupt) returns what finished,
+    marked `cut`: session 23's first KernelBench quarter verified 17 problems, ran past its step limit
+    in the one-at-a-time part, and came back with no verdict at all."""
     from amdkv.config import VerifierConfig
     from amdkv.evaluation import EvalSettings, run_eval
     from amdkv.evaluation.reference_samples import reference_samples
@@ -239,21 +246,30 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     groups = [(jobs, [x for x in lines if x["task_id"] not in alone]), (1, solo)]
     run_dir = work / f"run_{name}"
     run_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir = keep if keep is not None else run_dir
+    prefix = f"{name}_" if keep is not None else ""
     load_s = time.monotonic() - t_load
     t0 = time.monotonic()
     config = VerifierConfig.from_env(compile_baseline=False, verdict_cache=False, cache_dir=str(run_dir / "cache"),
                                      reference_cache_gib=REFERENCE_CACHE_GIB, reference_timeout=reference_timeout)
-    outcomes, records = [], []
+    outcomes, records, cut = [], [], False
     try:
         for part, (at_once, part_lines) in enumerate(g for g in groups if g[1]):
             samples = run_dir / f"samples{part}.jsonl"
             samples.write_text("".join(json.dumps(x) + "\n" for x in part_lines))
-            settings = EvalSettings(suite=spec, samples=str(samples), out=str(run_dir / f"run{part}"), ks=(1,),
+            part_out = runs_dir / f"{prefix}run{part}"
+            settings = EvalSettings(suite=spec, samples=str(samples), out=str(part_out), ks=(1,),
                                     device=device, jobs=at_once, trials=trials, timeout=timeout, policy=policy,
                                     benchmark_verdicts=False, deadline=t0 + budget, bootstrap=200, config=config)
-            outcomes.append(run_eval(settings, progress=True))
-            records += [json.loads(line) for line in (run_dir / f"run{part}" / "results.jsonl").read_text().splitlines()
-                        if line]
+            try:
+                outcomes.append(run_eval(settings, progress=True))
+            except KeyboardInterrupt:
+                cut = True
+            records += _results_so_far(part_out / "results.jsonl")
+            if cut:
+                print(f"== {name}: cut by the step's limit during part {part}; {len(records)} verdicts kept",
+                      flush=True)
+                break
         elapsed = time.monotonic() - t0  # the cache's deletion below is not the benchmark's time
     finally:
         # each benchmark's references in a cache of its own, deleted after its phase: on 2026-12-02
@@ -262,11 +278,13 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
         shutil.rmtree(run_dir / "cache", ignore_errors=True)
     by_task = {r["task_id"]: r["verdict"] for r in records}
     started = [v for v in by_task.values() if v.get("reason") != NOT_STARTED_BEFORE_DEADLINE]
-    counts = sum((collections.Counter(o.metrics.get("status_counts") or {}) for o in outcomes), collections.Counter())
+    counts = collections.Counter(v.get("status") for v in by_task.values())
+    first = outcomes[0].metrics if outcomes else {}
     return {"spec": spec, "policy": policy, "n_tasks": len(tasks), "load_s": round(load_s, 2),
-            "seconds": round(elapsed, 2), "verified": len(started),
+            "seconds": round(elapsed, 2), "verified": len(started), "cut": cut,
             "per_minute": round(60 * len(started) / elapsed, 2) if elapsed else None,
-            "platform": outcomes[0].metrics.get("platform"), "device": outcomes[0].metrics.get("device"),
+            "platform": first.get("platform") or next((v.get("platform") for v in by_task.values()), None),
+            "device": first.get("device") or next((v.get("device") for v in by_task.values()), None),
             "status_counts": dict(counts), "no_reference": missing,
             "trials": trials, "shard": f"{shard[0]}/{shard[1]}",
             "one_at_a_time": sorted(x["task_id"] for x in solo),
@@ -274,6 +292,20 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
                                         for tid, v in by_task.items()},
             "reference_candidates": candidates_by_task(lines),
             "metrics": outcomes[0].metrics if len(outcomes) == 1 else {"parts": [o.metrics for o in outcomes]}}
+
+
+def _results_so_far(path: Path) -> list[dict[str, Any]]:
+    """The verdict lines an `amdkv eval` run has written (all of them, or those written before it was
+    cut: a line cut mid-write is dropped)."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
 
 
 def _verdict_row(v: dict[str, Any]) -> dict[str, Any]:
@@ -757,7 +789,8 @@ def main(argv: list[str] | None = None) -> int:
                                 jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
                                 timeout=args.timeout, trials=args.kb_trials if key == "kb" else args.trials,
                                 reference_timeout=args.reference_timeout, shard=shard,
-                                solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None, only=only_tasks)
+                                solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None, only=only_tasks,
+                                keep=out)
             (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
         print(slowest_tasks(amdkv), flush=True)
@@ -767,6 +800,9 @@ def main(argv: list[str] | None = None) -> int:
         report["benchmarks"][key] = benchmark_entry(key, amdkv, {"unavailable": "not finished: the run ended "
                                                                                "during this phase"})
         write_report(out, "external_gpu", report, markdown)
+        if amdkv.get("cut"):  # the step's limit came: what finished is written, nothing more starts
+            log.close()
+            return 130
         print(f"== {key}: the benchmark's own harness", flush=True)
         if key == "kb":
             henv = harness_env(args.harness_site, [str(Path(harness_root) / "src"), str(llm_shims)])

@@ -79,8 +79,16 @@ run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
   local name=$1 limit=$2; shift 2
   mkdir -p "$OUT/$name"
   local start=$(date +%s)
+  # free disk (bytes, where the caches live) and available host memory (kB) every 2 s while the step
+  # runs: session 23's first KernelBench quarter had a short write on a disk that read 64G free before
+  # and after the step, and nothing said what it held in between
+  ( while sleep 2; do echo "$(( $(date +%s) - start )) $(df -B1 --output=avail "${AMDKV_CACHE_DIR%/*}" 2>/dev/null | tail -1 | tr -d ' ') $(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)"; done ) > "$OUT/$name/free.log" 2>/dev/null &
+  local monitor=$!
   timeout -s INT -k 20 "$limit" "$@" > "$OUT/$name/log.txt" 2>&1
   local rc=$?
+  kill "$monitor" 2>/dev/null
+  # the least free disk and memory the step saw
+  awk 'NR == 1 || $2 < d {d = $2} NR == 1 || $3 < m {m = $3} END {if (NR) printf "step '"$name"': least free disk %.1f GiB, least available memory %.1f GiB (%d samples, 2 s apart)\n", d / 2^30, m / 2^20, NR}' "$OUT/$name/free.log" | tee -a "$SUMMARY"
   # sandboxed workers run in their own sessions: make sure none outlives its step (unless a learnbg
   # run is alive: its verifier's workers match the same pattern; the step's Python unwound its own)
   learnbg_alive || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true

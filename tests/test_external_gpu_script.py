@@ -31,7 +31,8 @@ def test_script_on_cpu_writes_tables_and_json(tmp_path: Path) -> None:
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(p.name for p in out.iterdir()) == ["external_gpu.json", "external_gpu.md", "harness.jsonl",
-                                                      "kb_metrics.json", "rocm_metrics.json", "tbg_metrics.json"]
+                                                      "kb_metrics.json", "kb_run0", "rocm_metrics.json", "rocm_run0",
+                                                      "tbg_metrics.json", "tbg_run0"]
     report = json.loads((out / "external_gpu.json").read_text())
     kb, tbg, rocm = (report["benchmarks"][k] for k in ("kb", "tbg", "rocm"))
     assert kb["amdkv"]["policy"] == "reference" and kb["amdkv"]["status_counts"] == {"ok": 2}
@@ -155,6 +156,40 @@ def test_a_call_cut_during_a_later_benchmark_keeps_the_earlier_tables(tmp_path: 
     assert list(report["benchmarks"]) == ["kb"] and report["benchmarks"]["kb"]["amdkv"]["status_counts"] == {"ok": 2}
     assert "## KernelBench level 1" in (out / "external_gpu.md").read_text()
     assert not list(out.glob(".*.part")), "no half-written report file left behind"
+
+
+def test_a_call_cut_during_the_amdkv_phase_keeps_what_finished(tmp_path: Path, monkeypatch) -> None:
+    """Session 23's first KernelBench quarter verified 17 problems, then its step limit came during the
+    one-at-a-time part, and the call came back with no verdict: each part's run folder now lies under
+    --out as it is written, and a cut phase reports the verdicts that finished, marked `cut`, and
+    starts nothing more (exit 130). The first part is a real verification on `cpu`; the cut is a
+    KeyboardInterrupt where gpu_check.sh's `timeout -s INT` delivers one."""
+    import amdkv.evaluation
+
+    script = _script()
+    spec = f"kernelbench:{DATA / 'kernelbench'}?levels=1"
+    sizes = sorted(t.metadata["input_bytes"] for t in script.shard_tasks(spec, (0, 1)))
+    monkeypatch.setattr(script, "KB_SOLO_ABOVE_BYTES", sizes[0])  # the larger problem runs alone, second
+    real_run_eval = amdkv.evaluation.run_eval
+    calls = []
+
+    def run_eval(settings, **kwargs):
+        calls.append(settings.out)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run_eval(settings, **kwargs)
+
+    monkeypatch.setattr(amdkv.evaluation, "run_eval", run_eval)
+    monkeypatch.setattr(script, "kb_harness", lambda *a, **k: pytest.fail("a cut call starts no harness"))
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    rc = script.main(["--out", str(out), "--device", "cpu", "--kernelbench", str(DATA / "kernelbench"), "--only", "kb"])
+    assert rc == 130 and [Path(p).name for p in calls] == ["kb_run0", "kb_run1"]
+    kb = json.loads((out / "external_gpu.json").read_text())["benchmarks"]["kb"]
+    assert kb["amdkv"]["cut"] is True and kb["amdkv"]["status_counts"] == {"ok": 1}
+    assert len(kb["amdkv"]["tasks"]) == 1 and kb["amdkv"]["platform"] == "cpu"
+    assert (out / "kb_run0" / "results.jsonl").read_text().count("\n") == 1  # came back with the call's files
+    assert kb["harness"]["unavailable"].startswith("not finished")
 
 
 def test_a_call_cut_during_the_harness_phase_keeps_amdkv_verdicts(tmp_path: Path, monkeypatch) -> None:
