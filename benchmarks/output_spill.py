@@ -1,7 +1,8 @@
 """What spilling a candidate's outputs costs per checked call (verify/output_spill.py), against the
 memory it saves.
 
-    python benchmarks/output_spill.py [--sizes-mib 64,256,1024] [--repeat 3] [--out DIR] [--json]
+    python benchmarks/output_spill.py [--sizes-mib 64,256,1024] [--repeat 3] [--digest-threads 1,default]
+                                      [--out DIR] [--json]
 
 For each size, one call's outputs (float32 tensors) go through the worker's side (`OutputSpill.keep`:
 torch.save without zip checksums, then the file's SHA-256) and the parent's (`resolve_spilled`: the
@@ -31,6 +32,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from amdkv.verify.judging import load_tensor_file  # noqa: E402
+from amdkv.verify import output_spill  # noqa: E402
 from amdkv.verify.output_spill import OutputSpill, resolve_spilled  # noqa: E402
 from amdkv.verify.worker_jobs import _tensor_bytes, save_for_parent  # noqa: E402
 
@@ -72,21 +74,32 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--digest-threads", default="default",
+                    help="comma-separated thread counts for the spill digest (output_spill.file_sha256), each "
+                         "measured in turn; 'default' is what the verifier uses (this process's cores, at most 8); "
+                         "1 is the single-threaded digest of session 22")
     args = ap.parse_args()
     rows = []
+    real_threads = output_spill._digest_threads
     with tempfile.TemporaryDirectory(prefix="amdkv-spill-bench-") as tmp:
-        for size in (int(s) for s in args.sizes_mib.split(",")):
-            runs = [measure(size, Path(tmp) / "run") for _ in range(args.repeat)]
-            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            extra = med["spill_worker_s"] + med["spill_parent_s"] - med["held_save_s"] - med["held_load_s"]
-            rows.append({"size_mib": size, **{k: round(v, 3) for k, v in med.items()},
-                         "extra_s": round(extra, 3), "extra_s_per_gib": round(extra * 1024 / size, 3)})
+        for threads in args.digest_threads.split(","):
+            output_spill._digest_threads = real_threads if threads == "default" else (lambda n=int(threads): n)
+            for size in (int(s) for s in args.sizes_mib.split(",")):
+                runs = [measure(size, Path(tmp) / "run") for _ in range(args.repeat)]
+                med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                extra = med["spill_worker_s"] + med["spill_parent_s"] - med["held_save_s"] - med["held_load_s"]
+                rows.append({"size_mib": size, "digest_threads": output_spill._digest_threads(),
+                             **{k: round(v, 3) for k, v in med.items()},
+                             "extra_s": round(extra, 3), "extra_s_per_gib": round(extra * 1024 / size, 3)})
+    output_spill._digest_threads = real_threads
     result = {"host": platform.node(), "cpus": __import__("os").cpu_count(), "python": platform.python_version(),
               "torch": torch.__version__, "repeat": args.repeat, "rows": rows}
-    lines = ["| MiB per call | held: save at end (s) | held: parent map + read (s) | spilled: worker save + hash (s) "
-             "| spilled: parent hash + map + read (s) | extra (s) | extra per GiB (s) |", "|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['size_mib']} | {r['held_save_s']} | {r['held_load_s']} | {r['spill_worker_s']} | "
-              f"{r['spill_parent_s']} | {r['extra_s']} | {r['extra_s_per_gib']} |" for r in rows]
+    lines = ["| MiB per call | digest threads | held: save at end (s) | held: parent map + read (s) "
+             "| spilled: worker save + digest (s) | spilled: parent digest + map + read (s) | extra (s) "
+             "| extra per GiB (s) |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['size_mib']} | {r['digest_threads']} | {r['held_save_s']} | {r['held_load_s']} | "
+              f"{r['spill_worker_s']} | {r['spill_parent_s']} | {r['extra_s']} | {r['extra_s_per_gib']} |"
+              for r in rows]
     table = "\n".join(lines)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

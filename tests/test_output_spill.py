@@ -72,6 +72,90 @@ def test_a_spilled_file_changed_after_it_was_written_is_refused(tmp_path):
         _round_trip(tmp_path, written)
 
 
+def test_the_spill_digest_is_the_same_on_any_number_of_threads_and_sees_every_byte(tmp_path, monkeypatch):
+    """file_sha256 hashes 64-MiB chunks on several threads (session 23: one SHA-256 thread was ~15 s of a
+    6-GiB-per-call KernelBench problem). Small chunks and reads here, so a 5.5-chunk file crosses every
+    boundary: 1, 2 and 4 threads agree, and a changed byte in the first, a middle or the last chunk, a
+    byte more or a byte less each give another digest."""
+    from amdkv.verify import output_spill
+
+    monkeypatch.setattr(output_spill, "DIGEST_CHUNK_BYTES", 2**20)
+    monkeypatch.setattr(output_spill, "_READ_BYTES", 300 * 2**10)
+    data = bytearray(os.urandom(5 * 2**20 + 2**19))
+    path = tmp_path / "0.pt"
+    path.write_bytes(data)
+    digest = output_spill.file_sha256(path, threads=1)
+    assert output_spill.file_sha256(path, threads=2) == digest == output_spill.file_sha256(path, threads=4)
+    for at in (0, 2**20 - 1, 2**20, 3 * 2**20 + 12345, len(data) - 1):
+        changed = bytearray(data)
+        changed[at] ^= 1
+        path.write_bytes(changed)
+        assert output_spill.file_sha256(path, threads=4) != digest, f"a change at byte {at} went unseen"
+    for other in (data + b"\0", data[:-1], data[:2**20]):
+        path.write_bytes(other)
+        assert output_spill.file_sha256(path) != digest
+    path.write_bytes(b"")
+    empty = output_spill.file_sha256(path)
+    assert len(empty) == 64 and empty != digest
+
+
+def test_the_spill_digest_falls_back_to_one_thread_when_none_can_start(tmp_path, monkeypatch):
+    """A candidate runs in the worker process and may use up its RLIMIT_NPROC with threads of its own: the
+    worker's digest must not fail for that (a failed spill is the machine's `infra_error`). Thread start
+    failure is simulated at concurrent.futures, where it would surface as RuntimeError."""
+    import concurrent.futures
+
+    from amdkv.verify import output_spill
+
+    monkeypatch.setattr(output_spill, "DIGEST_CHUNK_BYTES", 2**20)
+    path = tmp_path / "0.pt"
+    path.write_bytes(os.urandom(3 * 2**20))
+    want = output_spill.file_sha256(path, threads=1)
+
+    class NoThreads(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", NoThreads)
+    assert output_spill.file_sha256(path, threads=4) == want
+
+
+def test_the_spill_digest_runs_its_threads_inside_a_sandboxed_worker(tmp_path, monkeypatch):
+    """The worker takes the digest under the OS sandbox (seccomp's clone rule, RLIMIT_NPROC in its user
+    namespace): its threads must start there, and give the digest the parent computes on one thread."""
+    from amdkv.verify import os_sandbox, output_spill
+    from amdkv.verify.sandbox import run_python_module, with_package_on_path
+
+    applied = set(os_sandbox.capabilities().get("applied", []))
+    missing = [p for p in (os_sandbox.SECCOMP, os_sandbox.LANDLOCK_FS) if p not in applied]
+    if missing:
+        pytest.skip(f"this machine's kernel does not apply {', '.join(missing)} (amdkv env)")
+    mods, work = tmp_path / "mods", tmp_path / "work"
+    mods.mkdir()
+    work.mkdir()
+    (mods / "amdkv_test_digest.py").write_text(
+        "import os, threading\n"
+        "from amdkv.verify import output_spill\n"
+        "output_spill.DIGEST_CHUNK_BYTES = 2**20\n"
+        "seen = set()\n"
+        "real = output_spill._chunk_digest\n"
+        "def chunk(*a):\n"
+        "    seen.add(threading.get_ident())\n"
+        "    return real(*a)\n"
+        "output_spill._chunk_digest = chunk\n"
+        "open('data.bin', 'wb').write(bytes(range(256)) * (6 * 2**12))\n"
+        "print(output_spill.file_sha256('data.bin', threads=4), len(seen))\n")
+    env = dict(with_package_on_path(os.environ))
+    env["PYTHONPATH"] = os.pathsep.join([str(mods), env["PYTHONPATH"]])
+    plan = os_sandbox.plan("auto", writable=[str(work)], readable=[str(mods)])
+    res = run_python_module("amdkv_test_digest", [], timeout=120, env=env, cwd=str(work), start="fork", sandbox=plan)
+    assert res.returncode == 0, res.stderr[-2000:]
+    digest, threads = res.stdout.split()[-2:]
+    monkeypatch.setattr(output_spill, "DIGEST_CHUNK_BYTES", 2**20)
+    assert digest == output_spill.file_sha256(work / "data.bin", threads=1)
+    assert int(threads) > 1, "the digest ran on one thread inside the sandbox"
+
+
 @pytest.mark.parametrize("marker", [
     {MARKER_KEY: "../candidate_outputs.pt", "sha256": "0" * 64},
     {MARKER_KEY: "/etc/passwd", "sha256": "0" * 64},

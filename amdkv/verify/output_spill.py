@@ -16,8 +16,9 @@ hack_detected, under every policy). Python-level opens of the folder are refused
 
 Outputs stay in memory while the worker holds less than its budget (`spill_outputs_mib`, 4 GiB by
 default); a call whose outputs would take it past that is spilled. Spilling costs a write and a
-SHA-256 in the worker and another in the parent: +3.4 s per GiB on the 2-core dev machine
-(benchmarks/output_spill.py, docs/verifier.md), worth it only where memory is the limit.
+digest in the worker and another in the parent (`file_sha256`: SHA-256 over 64-MiB chunks on several
+threads, since session 23): measured in benchmarks/output_spill.py, docs/verifier.md; worth it only
+where memory is the limit.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ SPILL_FOLDER = "spilled-outputs"  # in the worker's work folder, beside the outp
 # torch.save's headers, pickle and alignment over the tensors' bytes: what a file of outputs may take
 # beyond them (~250 bytes a tensor, so this covers ~250,000 tensors)
 FILE_HEADROOM_BYTES = 64 * 2**20
-MARKER_KEY = "__amdkv_spilled__"  # a spilled call's place in the outputs file: {MARKER_KEY: name, "sha256": hex}
+MARKER_KEY = "__amdkv_spilled__"  # a spilled call's place in the outputs file: {MARKER_KEY: name, "sha256": hex of file_sha256}
 _NAME = re.compile(r"^[0-9]{1,6}\.pt$")
 
 
@@ -53,9 +54,66 @@ def spill_folder_for(outputs_path: str) -> str:
     return os.path.join(os.path.dirname(outputs_path), SPILL_FOLDER)
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+# The spill files' digest: SHA-256 over fixed chunks hashed on several threads, then SHA-256 over the
+# chunks' digests (a two-level hash tree; its collision resistance is SHA-256's). Why not one SHA-256 of
+# the file: one thread hashes ~1.4 GiB/s on the GPU machine (session 23), and each spilled call is
+# hashed twice (worker and parent), so KernelBench's 6-GiB-per-call problems spent ~15 s of their ~90 s
+# hashing. hashlib releases the GIL while it hashes, so threads divide the wall time; the CPU time is
+# the same. Both sides compute it with this one function.
+DIGEST_CHUNK_BYTES = 64 * 2**20
+_READ_BYTES = 8 * 2**20  # each thread's reads, so a chunk never sits whole in memory
+DIGEST_NAME = "sha256-tree-64MiB"  # what a marker's "sha256" holds (a file's, not the chunks' list)
+
+
+def _digest_threads() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores))
+
+
+def _chunk_digest(fd: int, start: int, length: int) -> bytes:
+    h = hashlib.sha256()
+    end = start + length
+    while start < end:
+        block = os.pread(fd, min(_READ_BYTES, end - start), start)
+        if not block:  # shorter than its stat said: the file changed under us
+            raise OSError(f"the file ended at byte {start} of {end}")
+        h.update(block)
+        start += len(block)
+    return h.digest()
+
+
+def file_sha256(path: str | os.PathLike[str], threads: int | None = None) -> str:
+    """The file's digest (DIGEST_NAME): its size and the SHA-256 of each DIGEST_CHUNK_BYTES chunk,
+    hashed with SHA-256, the chunks on `threads` threads (default: this process's cores, at most 8)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        starts = range(0, size, DIGEST_CHUNK_BYTES)
+        workers = min(threads or _digest_threads(), max(1, len(starts)))
+
+        def chunk(start: int) -> bytes:
+            return _chunk_digest(fd, start, min(DIGEST_CHUNK_BYTES, size - start))
+
+        digests: list[bytes] | None = None
+        if workers > 1:
+            try:
+                with ThreadPoolExecutor(workers, thread_name_prefix="amdkv-digest") as pool:
+                    digests = list(pool.map(chunk, starts))
+            except RuntimeError:  # "can't start new thread": a candidate may have used up RLIMIT_NPROC
+                digests = None
+        if digests is None:
+            digests = [chunk(start) for start in starts]
+    finally:
+        os.close(fd)
+    top = hashlib.sha256(f"{DIGEST_NAME}:{size}:".encode())
+    for d in digests:
+        top.update(d)
+    return top.hexdigest()
 
 
 class OutputSpill:
