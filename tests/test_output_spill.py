@@ -241,6 +241,7 @@ def test_a_spill_the_disk_refuses_is_infra_error_not_the_candidates(tmp_path, mo
         verdict = verifier.verify(task, Candidate(solution_path("l1_relu", "triton").read_text()))
     assert (verdict.status, verdict.reason) == ("infra_error", "harness_failure"), verdict.diagnostics
     assert "OutputWriteError" in verdict.diagnostics and "spilled-outputs" in verdict.diagnostics
+    assert "GiB free just after" in verdict.diagnostics  # what the disk held, for a short write's cause
 
 
 def test_the_spill_benchmark_runs_and_round_trips():

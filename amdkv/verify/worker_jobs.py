@@ -12,6 +12,7 @@ import contextlib
 import copy
 import io
 import os
+import shutil
 import time
 import traceback
 from contextlib import redirect_stdout
@@ -124,7 +125,7 @@ def save_for_parent(obj: Any, path: str) -> None:
         written = os.path.getsize(path) if os.path.exists(path) else 0
         needed = _tensor_bytes(obj)
         failure = OutputWriteError(f"writing {path} failed after {written} bytes: {type(exc).__name__}: {exc}"
-                                   + _file_size_note(needed))
+                                   + _file_size_note(needed) + _free_disk_note(path))
         failure.limit_bytes = _file_size_limit_passed(needed)
         raise failure from exc
 
@@ -148,6 +149,17 @@ def _tensor_bytes(obj: Any) -> int:
     if isinstance(obj, (list, tuple)):
         return sum(_tensor_bytes(v) for v in obj)
     return 0
+
+
+def _free_disk_note(path: str) -> str:
+    """The free space of the file's disk just after a failed write: torch's message hides the errno, and
+    session 23's KernelBench run had a short write that neither the file-size limit nor the free disk
+    seen before and after the step explained."""
+    try:
+        free = shutil.disk_usage(os.path.dirname(path) or ".").free
+    except OSError:
+        return ""
+    return f"; its disk had {free / 2 ** 30:.2f} GiB free just after"
 
 
 def _file_size_limit_passed(needed: int) -> int | None:
