@@ -215,7 +215,7 @@ def candidates_by_task(lines: list[dict[str, Any]]) -> dict[str, str]:
 def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, jobs: int, budget: float,
                 timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
                 shard: tuple[int, int] = (0, 1), solo_above_bytes: int | None = None, only: frozenset[str] = frozenset(),
-                keep: Path | None = None) -> dict[str, Any]:
+                keep: Path | None = None, solo_jobs: int = 1, cache_dir: Path | None = None) -> dict[str, Any]:
     """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
     run folder under `work` (not OUT: only the summaries come back from the GPU machine). With a
     `shard` (I, N), only every N-th task from the I-th: a suite longer than one device call (all 184
@@ -229,7 +229,12 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     timings, the report) goes there instead of under `work`, so it comes back from the GPU machine as
     it is written. A phase cut by the step's limit (SIGINT: KeyboardInterrupt) returns what finished,
     marked `cut`: session 23's first KernelBench quarter verified 17 problems, ran past its step limit
-    in the one-at-a-time part, and came back with no verdict at all."""
+    in the one-at-a-time part, and came back with no verdict at all.
+
+    `solo_jobs` (--kb-solo-jobs): how many of the large problems run at once (1: one at a time). `cache_dir`
+    (--cache-dir): where the references' cache goes, instead of under `work`; on another file system
+    (the GPU machine's /dev/shm, a 128-GiB tmpfs) the references and the candidates' outputs are admitted
+    against two disks' room, not one (disk admission keeps a ledger per file system)."""
     from amdkv.config import VerifierConfig
     from amdkv.evaluation import EvalSettings, run_eval
     from amdkv.evaluation.reference_samples import reference_samples
@@ -243,14 +248,15 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     alone = {x["task_id"] for x in lines
              if solo_above_bytes is not None and (sizes.get(x["task_id"]) or 0) > solo_above_bytes}
     solo = [x for x in lines if x["task_id"] in alone]
-    groups = [(jobs, [x for x in lines if x["task_id"] not in alone]), (1, solo)]
+    groups = [(jobs, [x for x in lines if x["task_id"] not in alone]), (solo_jobs, solo)]
     run_dir = work / f"run_{name}"
     run_dir.mkdir(parents=True, exist_ok=True)
     runs_dir = keep if keep is not None else run_dir
     prefix = f"{name}_" if keep is not None else ""
     load_s = time.monotonic() - t_load
     t0 = time.monotonic()
-    config = VerifierConfig.from_env(compile_baseline=False, verdict_cache=False, cache_dir=str(run_dir / "cache"),
+    cache = (cache_dir / f"cache_{name}_{os.getpid()}") if cache_dir is not None else run_dir / "cache"
+    config = VerifierConfig.from_env(compile_baseline=False, verdict_cache=False, cache_dir=str(cache),
                                      reference_cache_gib=REFERENCE_CACHE_GIB, reference_timeout=reference_timeout)
     outcomes, records, cut = [], [], False
     try:
@@ -275,7 +281,7 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
         # each benchmark's references in a cache of its own, deleted after its phase: on 2026-12-02
         # KernelBench level 1's (GBs per problem) stayed on the 64 GiB disk and the TritonBench-G
         # phase after it failed in ways a full disk explains (docs/gpu.md, Known gaps)
-        shutil.rmtree(run_dir / "cache", ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
     by_task = {r["task_id"]: r["verdict"] for r in records}
     started = [v for v in by_task.values() if v.get("reason") != NOT_STARTED_BEFORE_DEADLINE]
     counts = collections.Counter(v.get("status") for v in by_task.values())
@@ -287,7 +293,8 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
             "device": first.get("device") or next((v.get("device") for v in by_task.values()), None),
             "status_counts": dict(counts), "no_reference": missing,
             "trials": trials, "shard": f"{shard[0]}/{shard[1]}",
-            "one_at_a_time": sorted(x["task_id"] for x in solo),
+            "one_at_a_time": sorted(x["task_id"] for x in solo), "solo_jobs": solo_jobs,
+            "cache_dir": str(cache_dir) if cache_dir is not None else None,
             "tasks": {tid: {**_verdict_row(v), "input_bytes": sizes.get(tid)}
                                         for tid, v in by_task.items()},
             "reference_candidates": candidates_by_task(lines),
@@ -563,8 +570,9 @@ def markdown(report: dict[str, Any]) -> str:
                 "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items())
                 + (f" (**from an earlier call**, {a['from_call']}: the two sides' times are not of one call)"
                    if a.get("from_call") else "")
-                + (f"; {len(a['one_at_a_time'])} with the largest inputs one at a time, after the others"
-                   if a.get("one_at_a_time") else ""),
+                + (f"; {len(a['one_at_a_time'])} with the largest inputs "
+                   + ("one at a time" if (a.get("solo_jobs") or 1) == 1 else f"{a['solo_jobs']} at a time")
+                   + ", after the others" if a.get("one_at_a_time") else ""),
                 "- **the benchmark's harness**: " + (h.get("unavailable") or (
                     f"{h['ran']} run before the call was cut (rebuilt from harness.jsonl; no phase time)"
                     if h.get("rebuilt_from") else
@@ -735,6 +743,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="amdkv's seeded trials for TritonBench-G and ROCmBench (fewer for one long test alone in a "
                          "call: ROCmBench's rmsnorm_fwd runs ~84 s per run, and a trial is two runs on each side)")
     ap.add_argument("--kb-jobs", type=int, default=4, help="amdkv: KernelBench candidates at once (host memory)")
+    ap.add_argument("--kb-solo-jobs", type=int, default=1,
+                    help="amdkv: KernelBench's problems over 4 GiB of input at once (1: one at a time; each writes "
+                         "24-56 GiB, so more than 1 needs --cache-dir on another file system)")
+    ap.add_argument("--cache-dir", type=Path, default=None,
+                    help="amdkv: the references' cache folder (default: under this run's temp folder); on another "
+                         "file system than the temp folder (/dev/shm on the GPU machine) the references and the "
+                         "candidates' outputs each have a disk's room; deleted after each benchmark")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
     if args.rerender:
@@ -790,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
                                 timeout=args.timeout, trials=args.kb_trials if key == "kb" else args.trials,
                                 reference_timeout=args.reference_timeout, shard=shard,
                                 solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None, only=only_tasks,
-                                keep=out)
+                                keep=out, solo_jobs=args.kb_solo_jobs, cache_dir=args.cache_dir)
             (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]
         print(slowest_tasks(amdkv), flush=True)

@@ -338,10 +338,29 @@ def test_large_problems_are_verified_one_at_a_time_after_the_others(tmp_path: Pa
     assert res["verified"] == 2 and len(res["metrics"]["parts"]) == 2
     assert sorted(p.name for p in (tmp_path / "run_kb").iterdir()) == ["run0", "run1", "samples0.jsonl",
                                                                       "samples1.jsonl"]
+    # --cache-dir / --kb-solo-jobs: the references' cache elsewhere (used, then removed), the large ones 2 at once
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    seen = []
+    real_from_env = __import__("amdkv.config", fromlist=["VerifierConfig"]).VerifierConfig.from_env
+
+    def from_env(**kwargs):
+        seen.append(kwargs["cache_dir"])
+        return real_from_env(**kwargs)
+
+    import amdkv.config
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(amdkv.config.VerifierConfig, "from_env", staticmethod(from_env))
+        two = mod.amdkv_phase("kb2", spec, tmp_path, policy="reference", device="cpu", jobs=2, budget=600,
+                              timeout=None, trials=1, solo_above_bytes=sizes[0], solo_jobs=2, cache_dir=elsewhere)
+    assert two["status_counts"] == {"ok": 2} and two["solo_jobs"] == 2
+    assert len(seen) == 1 and Path(seen[0]).parent == elsewhere and list(elsewhere.iterdir()) == []
     report = {"created": "now", "env": {}, "platform": "cpu", "device": "cpu",
               "benchmarks": {"kb": mod.benchmark_entry("kb", {**res, "reference_candidates": None},
                                                        {"unavailable": "not run"})}}
     assert "1 with the largest inputs one at a time" in mod.markdown(report)
+    report["benchmarks"]["kb"] = mod.benchmark_entry("kb", {**two, "reference_candidates": None}, {"unavailable": "x"})
+    assert "1 with the largest inputs 2 at a time" in mod.markdown(report)
 
 
 HARNESS_CUT = """
