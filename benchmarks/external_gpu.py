@@ -216,8 +216,9 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
                 timeout: float | None, trials: int = 3, reference_timeout: float | None = None,
                 shard: tuple[int, int] = (0, 1), solo_above_bytes: int | None = None, only: frozenset[str] = frozenset(),
                 keep: Path | None = None, solo_jobs: int = 1, cache_dir: Path | None = None) -> dict[str, Any]:
-    """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), in a
-    run folder under `work` (not OUT: only the summaries come back from the GPU machine). With a
+    """`amdkv eval SPEC` over the suite's reference solutions (the same code path as the CLI), its
+    samples and references' cache under `work` (the cache is tens of GB for KernelBench) and each part's
+    run folder under `keep` when given (below). With a
     `shard` (I, N), only every N-th task from the I-th: a suite longer than one device call (all 184
     TritonBench-G references on both sides take ~13 minutes) is run over N calls and merged with
     `--rerender A.json B.json`. Tasks whose inputs pass `solo_above_bytes` run one at a time, after
@@ -238,6 +239,7 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
     from amdkv.config import VerifierConfig
     from amdkv.evaluation import EvalSettings, run_eval
     from amdkv.evaluation.reference_samples import reference_samples
+    from amdkv.evaluation.results import iter_records
 
     t_load = time.monotonic()
     tasks = shard_tasks(spec, shard, only)
@@ -271,7 +273,8 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
                 outcomes.append(run_eval(settings, progress=True))
             except KeyboardInterrupt:
                 cut = True
-            records += _results_so_far(part_out / "results.jsonl")
+            results = part_out / "results.jsonl"
+            records += list(iter_records(results)) if results.exists() else []  # a line cut mid-write is dropped
             if cut:
                 print(f"== {name}: cut by the step's limit during part {part}; {len(records)} verdicts kept",
                       flush=True)
@@ -299,20 +302,6 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
                                         for tid, v in by_task.items()},
             "reference_candidates": candidates_by_task(lines),
             "metrics": outcomes[0].metrics if len(outcomes) == 1 else {"parts": [o.metrics for o in outcomes]}}
-
-
-def _results_so_far(path: Path) -> list[dict[str, Any]]:
-    """The verdict lines an `amdkv eval` run has written (all of them, or those written before it was
-    cut: a line cut mid-write is dropped)."""
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
 
 
 def _verdict_row(v: dict[str, Any]) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--digest-threads", default="default",
-                    help="comma-separated thread counts for the spill digest (output_spill.file_sha256), each "
+                    help="comma-separated thread counts for the spill digest (output_spill.spill_digest), each "
                          "measured in turn; 'default' is what the verifier uses (this process's cores, at most 8); "
                          "1 is the single-threaded digest of session 22")
     args = ap.parse_args()

@@ -73,7 +73,7 @@ def test_a_spilled_file_changed_after_it_was_written_is_refused(tmp_path):
 
 
 def test_the_spill_digest_is_the_same_on_any_number_of_threads_and_sees_every_byte(tmp_path, monkeypatch):
-    """file_sha256 hashes 64-MiB chunks on several threads (session 23: one SHA-256 thread was ~15 s of a
+    """spill_digest hashes 64-MiB chunks on several threads (session 23: one SHA-256 thread was ~15 s of a
     6-GiB-per-call KernelBench problem). Small chunks and reads here, so a 5.5-chunk file crosses every
     boundary: 1, 2 and 4 threads agree, and a changed byte in the first, a middle or the last chunk, a
     byte more or a byte less each give another digest."""
@@ -84,18 +84,18 @@ def test_the_spill_digest_is_the_same_on_any_number_of_threads_and_sees_every_by
     data = bytearray(os.urandom(5 * 2**20 + 2**19))
     path = tmp_path / "0.pt"
     path.write_bytes(data)
-    digest = output_spill.file_sha256(path, threads=1)
-    assert output_spill.file_sha256(path, threads=2) == digest == output_spill.file_sha256(path, threads=4)
+    digest = output_spill.spill_digest(path, threads=1)
+    assert output_spill.spill_digest(path, threads=2) == digest == output_spill.spill_digest(path, threads=4)
     for at in (0, 2**20 - 1, 2**20, 3 * 2**20 + 12345, len(data) - 1):
         changed = bytearray(data)
         changed[at] ^= 1
         path.write_bytes(changed)
-        assert output_spill.file_sha256(path, threads=4) != digest, f"a change at byte {at} went unseen"
+        assert output_spill.spill_digest(path, threads=4) != digest, f"a change at byte {at} went unseen"
     for other in (data + b"\0", data[:-1], data[:2**20]):
         path.write_bytes(other)
-        assert output_spill.file_sha256(path) != digest
+        assert output_spill.spill_digest(path) != digest
     path.write_bytes(b"")
-    empty = output_spill.file_sha256(path)
+    empty = output_spill.spill_digest(path)
     assert len(empty) == 64 and empty != digest
 
 
@@ -110,14 +110,14 @@ def test_the_spill_digest_falls_back_to_one_thread_when_none_can_start(tmp_path,
     monkeypatch.setattr(output_spill, "DIGEST_CHUNK_BYTES", 2**20)
     path = tmp_path / "0.pt"
     path.write_bytes(os.urandom(3 * 2**20))
-    want = output_spill.file_sha256(path, threads=1)
+    want = output_spill.spill_digest(path, threads=1)
 
     class NoThreads(concurrent.futures.ThreadPoolExecutor):
         def submit(self, *args, **kwargs):
             raise RuntimeError("can't start new thread")
 
     monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", NoThreads)
-    assert output_spill.file_sha256(path, threads=4) == want
+    assert output_spill.spill_digest(path, threads=4) == want
 
 
 def test_the_spill_digest_runs_its_threads_inside_a_sandboxed_worker(tmp_path, monkeypatch):
@@ -144,7 +144,7 @@ def test_the_spill_digest_runs_its_threads_inside_a_sandboxed_worker(tmp_path, m
         "    return real(*a)\n"
         "output_spill._chunk_digest = chunk\n"
         "open('data.bin', 'wb').write(bytes(range(256)) * (6 * 2**12))\n"
-        "print(output_spill.file_sha256('data.bin', threads=4), len(seen))\n")
+        "print(output_spill.spill_digest('data.bin', threads=4), len(seen))\n")
     env = dict(with_package_on_path(os.environ))
     env["PYTHONPATH"] = os.pathsep.join([str(mods), env["PYTHONPATH"]])
     plan = os_sandbox.plan("auto", writable=[str(work)], readable=[str(mods)])
@@ -152,17 +152,17 @@ def test_the_spill_digest_runs_its_threads_inside_a_sandboxed_worker(tmp_path, m
     assert res.returncode == 0, res.stderr[-2000:]
     digest, threads = res.stdout.split()[-2:]
     monkeypatch.setattr(output_spill, "DIGEST_CHUNK_BYTES", 2**20)
-    assert digest == output_spill.file_sha256(work / "data.bin", threads=1)
+    assert digest == output_spill.spill_digest(work / "data.bin", threads=1)
     assert int(threads) > 1, "the digest ran on one thread inside the sandbox"
 
 
 @pytest.mark.parametrize("marker", [
-    {MARKER_KEY: "../candidate_outputs.pt", "sha256": "0" * 64},
-    {MARKER_KEY: "/etc/passwd", "sha256": "0" * 64},
+    {MARKER_KEY: "../candidate_outputs.pt", "digest": "0" * 64},
+    {MARKER_KEY: "/etc/passwd", "digest": "0" * 64},
     {MARKER_KEY: "0.pt"},
-    {MARKER_KEY: "0.pt", "sha256": "0" * 64, "extra": 1},
-    {MARKER_KEY: 0, "sha256": "0" * 64},
-    {MARKER_KEY: "7.pt", "sha256": "0" * 64},  # no such file
+    {MARKER_KEY: "0.pt", "digest": "0" * 64, "extra": 1},
+    {MARKER_KEY: 0, "digest": "0" * 64},
+    {MARKER_KEY: "7.pt", "digest": "0" * 64},  # no such file
 ])
 def test_a_bad_marker_is_refused(tmp_path, marker):
     _outputs(_spill(tmp_path, budget_bytes=0))

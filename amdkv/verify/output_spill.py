@@ -9,14 +9,14 @@ charged to the candidate: ROCmBench's `rmsnorm_fwd` makes ~8.6 GB of outputs per
 test never needs at once. Spilled, the worker holds about one call's outputs.
 
 Integrity: the files lie in the candidate's work folder, and a later call of the candidate runs in
-the same process (native host code can write files without Python seeing it). So each file's SHA-256
+the same process (native host code can write files without Python seeing it). So each file's digest
 is taken when it is written, before any more candidate code runs, and travels in the outputs file,
 which is written after all of it; the parent refuses a file whose bytes differ (`unloadable_outputs`,
 hack_detected, under every policy). Python-level opens of the folder are refused by the file guard.
 
 Outputs stay in memory while the worker holds less than its budget (`spill_outputs_mib`, 4 GiB by
 default); a call whose outputs would take it past that is spilled. Spilling costs a write and a
-digest in the worker and another in the parent (`file_sha256`: SHA-256 over 64-MiB chunks on several
+digest in the worker and another in the parent (`spill_digest`: SHA-256 over 64-MiB chunks on several
 threads, since session 23): measured in benchmarks/output_spill.py, docs/verifier.md; worth it only
 where memory is the limit.
 """
@@ -32,7 +32,7 @@ SPILL_FOLDER = "spilled-outputs"  # in the worker's work folder, beside the outp
 # torch.save's headers, pickle and alignment over the tensors' bytes: what a file of outputs may take
 # beyond them (~250 bytes a tensor, so this covers ~250,000 tensors)
 FILE_HEADROOM_BYTES = 64 * 2**20
-MARKER_KEY = "__amdkv_spilled__"  # a spilled call's place in the outputs file: {MARKER_KEY: name, "sha256": hex of file_sha256}
+MARKER_KEY = "__amdkv_spilled__"  # a spilled call's place in the outputs file: {MARKER_KEY: name, "digest": hex of spill_digest}
 _NAME = re.compile(r"^[0-9]{1,6}\.pt$")
 
 
@@ -62,7 +62,7 @@ def spill_folder_for(outputs_path: str) -> str:
 # the same. Both sides compute it with this one function.
 DIGEST_CHUNK_BYTES = 64 * 2**20
 _READ_BYTES = 8 * 2**20  # each thread's reads, so a chunk never sits whole in memory
-DIGEST_NAME = "sha256-tree-64MiB"  # what a marker's "sha256" holds (a file's, not the chunks' list)
+DIGEST_NAME = "sha256-tree-64MiB"  # what a marker's "digest" holds (a file's, not the chunks' list)
 
 
 def _digest_threads() -> int:
@@ -85,7 +85,7 @@ def _chunk_digest(fd: int, start: int, length: int) -> bytes:
     return h.digest()
 
 
-def file_sha256(path: str | os.PathLike[str], threads: int | None = None) -> str:
+def spill_digest(path: str | os.PathLike[str], threads: int | None = None) -> str:
     """The file's digest (DIGEST_NAME): its size and the SHA-256 of each DIGEST_CHUNK_BYTES chunk,
     hashed with SHA-256, the chunks on `threads` threads (default: this process's cores, at most 8)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -147,7 +147,7 @@ class OutputSpill:
         except BaseException as exc:
             self.failure = exc
             raise
-        return {MARKER_KEY: name, "sha256": file_sha256(path)}
+        return {MARKER_KEY: name, "digest": spill_digest(path)}
 
 
 class SpillError(Exception):
@@ -168,15 +168,15 @@ def resolve_spilled(outputs: Any, folder: str, load: Callable[[str], Any]) -> An
 
 
 def _load_marker(marker: dict[str, Any], folder: str, load: Callable[[str], Any]) -> Any:
-    name, want = marker.get(MARKER_KEY), marker.get("sha256")
-    if set(marker) != {MARKER_KEY, "sha256"} or not isinstance(name, str) or not _NAME.match(name) \
+    name, want = marker.get(MARKER_KEY), marker.get("digest")
+    if set(marker) != {MARKER_KEY, "digest"} or not isinstance(name, str) or not _NAME.match(name) \
             or not isinstance(want, str):
         raise SpillError(f"a malformed spilled-outputs marker: {marker!r:.200}")
     path = os.path.join(folder, name)
     if os.path.islink(folder) or not os.path.isdir(folder) or os.path.islink(path) or not os.path.isfile(path):
         raise SpillError(f"spilled outputs {name}: not a regular file in the worker's {SPILL_FOLDER}/")
-    got = file_sha256(path)
+    got = spill_digest(path)
     if got != want:
-        raise SpillError(f"spilled outputs {name} changed after the worker wrote them (sha256 {got[:16]}... "
+        raise SpillError(f"spilled outputs {name} changed after the worker wrote them (digest {got[:16]}... "
                          f"instead of {want[:16]}...)")
     return load(path)
