@@ -200,3 +200,46 @@ def test_a_reference_that_says_its_size_waits_for_disk(tmp_path, monkeypatch):
     assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[:500])
     # the reference waited (not only the candidate after it, which then ran alone)
     assert verdict.timings["reference_s"] >= 2.5 and verdict.timings.get("disk_wait_s", 0.0) < 0.5, verdict.timings
+
+
+def test_a_candidates_need_counts_its_checked_calls_where_the_expected_file_is_smaller():
+    """At one trial, the expected-outputs file (outputs + goldens) can be smaller than what a correct
+    candidate's checked calls write (the trial, the re-check, the call after timing): float64 or integer
+    outputs, or a task without goldens (TritonBench-G, ROCmBench). The need is the larger of the two."""
+    from amdkv.verify.worker_protocol import ReferenceCaseReport
+
+    def report(output_bytes: int) -> ReferenceCaseReport:
+        return ReferenceCaseReport(name="c", input_dtypes=["float64"], output_dtypes=["float64"], mutated=[],
+                                   min_bytes=0, golden_available=False, golden_error=None, timing=None, seconds=0.1,
+                                   gpu_need_bytes=0, output_bytes=output_bytes)
+
+    refs = {"correct": {"seeds": [1000], "timed": False, "report": report(100)},
+            "perf": {"seeds": [1000], "timed": True, "report": report(1000)}}
+    # on a GPU: correct 1 trial + re-check = 2 calls; perf 1 + re-check + after timing = 3 calls
+    assert disk_admission.checked_calls_bytes(refs, timed_calls=True) == 2 * 100 + 3 * 1000
+    assert disk_admission.checked_calls_bytes(refs, timed_calls=False) == 2 * 100 + 2 * 1000  # cpu: never timed
+    assert disk_admission.candidate_disk_need([100, 1000], 3200) == 3200  # the old rule said 1100
+    assert disk_admission.candidate_disk_need([9000, None], 3200) == 9000
+    assert disk_admission.candidate_disk_need([None], 0) == 0
+
+
+def test_the_reference_report_says_one_trials_output_bytes(tmp_path, monkeypatch):
+    """`output_bytes` comes from the reference worker: a real run of the KernelBench fixture (111 float32
+    outputs), read back from the reference cache's report."""
+    from pathlib import Path
+
+    from amdkv.tasks.suites import load_suite
+    from amdkv.verify.reference_cache import CaseFiles
+
+    data = Path(__file__).resolve().parent / "data" / "external" / "kernelbench"
+    task = load_suite(f"kernelbench:{data}?only=1_Tiny_add")[0]
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="reference", trials=1,
+                  min_free_disk_gib=0) as verifier:
+        verdict = verifier.verify(task, Candidate(task.metadata["reference_candidate"]))
+    assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[:500])
+    reports = list((tmp_path / "cache" / "refs").rglob("report.json"))
+    assert len(reports) == 1
+    files = CaseFiles(reports[0].parent.name, tmp_path / "cache")
+    assert files.read_report().output_bytes == 111 * 4

@@ -13,7 +13,8 @@ candidates admitted before it have reserved and less the `min_free_disk_gib` flo
 or when no other candidate on that file system is admitted (alone, it runs: it fits, or the free-disk
 guard and the short-write handling say so as before). Its need is its references' expected-outputs
 files (`candidate_disk_need`): every trial's outputs and their goldens, about what its five checked
-calls write without goldens. Reservations are the machine's, per user: every amdkv process keeps them
+calls write without goldens; or, where more, those calls' outputs counted from the reference's
+`output_bytes` (since session 23: at one trial the expected file can be the smaller). Reservations are the machine's, per user: every amdkv process keeps them
 in one ledger folder (`AMDKV_DISK_LEDGER_DIR`, default in /dev/shm), a file per admitted candidate,
 flock'ed by its holder, so several `amdkv eval`s, `amdkv serve`, and Ray's process per GPU see each
 other's (until session 22 they were per process). A killed holder's lock goes with it, and its file is
@@ -65,10 +66,25 @@ def expected_file_sizes(refs: dict[str, dict[str, Any]]) -> list[int | None]:
     return sizes
 
 
-def candidate_disk_need(sizes: list[int | None]) -> int:
+def candidate_disk_need(sizes: list[int | None], calls_bytes: int = 0) -> int:
     """Bytes a candidate's run is expected to write and hold until judged: the sum of its cases'
-    expected-outputs files (`expected_file_sizes`)."""
-    return sum(size or 0 for size in sizes)
+    expected-outputs files (`expected_file_sizes`), or what its checked calls write (`calls_bytes`:
+    each case's calls times one trial's outputs, `checked_calls_bytes`), whichever is more. The
+    expected files alone fall short at one trial where goldens are not larger than the outputs (float64
+    or integer outputs, a task without goldens): 2 or 1 call's worth against 3 written."""
+    return max(sum(size or 0 for size in sizes), calls_bytes)
+
+
+def checked_calls_bytes(refs: dict[str, dict[str, Any]], timed_calls: bool) -> int:
+    """What a correct candidate's checked calls write over these references' cases: per case, its
+    trials, the re-check, and the call after timing where the candidate is timed (`timed_calls`: a GPU
+    run of a timed case), each one trial's outputs (the reference report's `output_bytes`)."""
+    total = 0
+    for ref in refs.values():
+        report = ref.get("report")
+        calls = len(ref["seeds"]) + 1 + (1 if timed_calls and ref.get("timed") else 0)
+        total += calls * (getattr(report, "output_bytes", 0) or 0)
+    return total
 
 
 def candidate_file_need(sizes: list[int | None]) -> int | None:

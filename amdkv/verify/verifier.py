@@ -31,7 +31,8 @@ from amdkv.verify import fork_server, os_sandbox, static_checks
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadline_passed
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
-from amdkv.verify.disk_admission import ADMISSION, candidate_disk_need, candidate_file_need, expected_file_sizes
+from amdkv.verify.disk_admission import (ADMISSION, candidate_disk_need, candidate_file_need, checked_calls_bytes,
+                                         expected_file_sizes)
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 from amdkv.verify.output_spill import resolve_spilled, spill_folder_for
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
@@ -336,8 +337,9 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                 # room on the disk for its outputs beside the candidates running (disk_admission.py),
                 # held until it is judged (the judge keeps the outputs mapped)
                 sizes = expected_file_sizes(refs)
+                calls = checked_calls_bytes(refs, timed_calls=spare.device != "cpu")
                 waited = held.enter_context(ADMISSION.admitted(
-                    spare.workdir, candidate_disk_need(sizes), int(self.config.min_free_disk_gib * 2 ** 30),
+                    spare.workdir, candidate_disk_need(sizes, calls), int(self.config.min_free_disk_gib * 2 ** 30),
                     cancelled=lambda: self._busy.cancelled))
                 if waited >= 0.01:
                     v.timings["disk_wait_s"] = round(waited, 3)

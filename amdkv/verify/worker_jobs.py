@@ -272,6 +272,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
             timing=timing,
             seconds=time.monotonic() - t0,
             gpu_need_bytes=gpu_need,
+            output_bytes=_nbytes(first_out),
         ))
     return result
 

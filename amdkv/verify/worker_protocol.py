@@ -273,6 +273,10 @@ class ReferenceCaseReport(Message):
     # forward's own peak above what was already allocated (0: not a GPU). A candidate may use twice
     # this, even past its share of the GPU (verify/gpu_memory.py)
     gpu_need_bytes: int
+    # bytes of one trial's eager outputs (mutated inputs included): what one checked call of a correct
+    # candidate writes, so the disk a candidate needs is known beside its expected-outputs file
+    # (disk_admission.candidate_disk_need: at one trial that file can be smaller than its calls' outputs)
+    output_bytes: int
 
 
 @dataclass
