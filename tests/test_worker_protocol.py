@@ -67,7 +67,7 @@ def _candidate_report() -> WorkerReport:
 def _reference_report() -> WorkerReport:
     case = ReferenceCaseReport(name="big", input_dtypes=["float32"], output_dtypes=["float32"], mutated=[],
                                min_bytes=4096, golden_available=True, golden_error=None, seconds=0.3,
-                               gpu_need_bytes=3 * 2 ** 30, output_bytes=2 ** 20,
+                               gpu_need_bytes=3 * 2 ** 30, output_bytes=2 ** 20, phase_s={"eager": 0.1},
                                timing=ReferenceTiming(eager={"ms": 1.0}, compile=None, compile_error="no inductor"))
     return WorkerReport(result=ReferenceResult(cases=[case]), fatal=None, **_envelope())
 

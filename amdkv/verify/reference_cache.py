@@ -27,7 +27,7 @@ from amdkv.verify.worker_protocol import ReferenceCaseReport
 # beside other references is no longer dropped (worker_jobs: the gate re-runs it alone), so entries
 # written before, which may lack a golden for that reason, are recomputed. Part of the key, so an
 # entry of another layout is never read, only recomputed.
-REPORT_FORMAT = 5  # 5: ReferenceCaseReport.output_bytes (session 23)
+REPORT_FORMAT = 6  # 5: ReferenceCaseReport.output_bytes; 6: its phase_s (both session 23)
 
 
 def refs_root(cache_dir: str | os.PathLike[str]) -> Path:

@@ -30,8 +30,8 @@ from amdkv.verify.pool import Spare, gpu_lock_key
 from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, touch
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.worker_process import stderr_excerpt
-from amdkv.verify.worker_protocol import (OutputWriteError, ReferenceCaseJob, ReferenceJob,
-                                          ReferenceResult, WorkerReport)
+from amdkv.verify.worker_protocol import (OutputWriteError, ProtocolError, ReferenceCaseJob, ReferenceCaseReport,
+                                          ReferenceJob, ReferenceResult, WorkerReport)
 
 _LOG = logging.getLogger("amdkv.verify")
 WORKER_DIED_HINT = "the task file itself is broken or the machine is overloaded"
@@ -147,8 +147,9 @@ class ReferencesMixin:
             files = CaseFiles(key, self.config.cache_path)
             refs[case.name] = {"files": files, "seeds": seeds, "timed": timed}
             leases.take(files)  # before the lookup: what it finds stays until the candidate is judged
-            if files.complete():
-                refs[case.name]["report"] = files.read_report()
+            report = self._cached_report(files)
+            if report is not None:
+                refs[case.name]["report"] = report
                 touch(files)  # recently used: the last to be evicted (reference_cache.evict)
             else:
                 missing.append(case)
@@ -157,6 +158,20 @@ class ReferencesMixin:
             self._evict_references()
             self._compute_references(task, missing, refs)
         return refs
+
+    @staticmethod
+    def _cached_report(files: CaseFiles) -> ReferenceCaseReport | None:
+        """The cached case's report, or None when the case must be computed: files missing, or a report
+        this version cannot read (written by another development version under the same key: during
+        session 23 two report formats were written under one REPORT_FORMAT, and every verification of
+        such a task was `infra_error` until the cache was cleared). The new run replaces the files."""
+        if not files.complete():
+            return None
+        try:
+            return files.read_report()
+        except ProtocolError as exc:
+            _LOG.warning("reference cache entry %s is unreadable (%s): computing it again", files.dir, exc)
+            return None
 
     def _compute_references(self, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]]) -> None:
         # The reference runs only trusted code (the task, PyTorch, torch.compile): its compile caches
@@ -209,9 +224,21 @@ class ReferencesMixin:
                 os.rmdir(r["tmp"])
                 files.write_report(crep)
                 r["report"] = crep
+                r["computed"] = True  # by this verification: its steps' seconds go into the verdict
         finally:
             for case in cases:  # what a failed run left in its cases' scratch folders (gone after success)
                 shutil.rmtree(refs[case.name]["tmp"], ignore_errors=True)
+
+    @staticmethod
+    def computed_reference_phases(refs: dict[str, dict[str, Any]]) -> dict[str, float]:
+        """Verdict timings `reference_<step>_s`: the reference worker's steps (worker_protocol.REFERENCE_PHASES),
+        summed over the cases this verification computed (none when every case came from the cache)."""
+        total: dict[str, float] = {}
+        for ref in refs.values():
+            if ref.get("computed"):
+                for name, seconds in ref["report"].phase_s.items():
+                    total[f"reference_{name}_s"] = round(total.get(f"reference_{name}_s", 0.0) + seconds, 3)
+        return total
 
     def _reference_admission(self, task: Task, cases: list[Any]) -> contextlib.AbstractContextManager[Any]:
         """Room on the cache's disk for the reference's files beside the candidates and references

@@ -24,10 +24,10 @@ from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
 from amdkv.verify.gpu_memory import says_out_of_memory
 from amdkv.verify.output_spill import OutputSpill, budget_under_file_limit, spill_folder_for
 from amdkv.verify.phase_clock import PhaseClock
-from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, CandidateCaseReport, CandidateError, CandidateJob,
-                                          CandidateResult, Finding, OutputWriteError, ReferenceCaseReport,
-                                          ReferenceJob, ReferenceResult, ReferenceTiming, TimingResult,
-                                          worker_settings)
+from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, REFERENCE_PHASES, CandidateCaseReport, CandidateError,
+                                          CandidateJob, CandidateResult, Finding, OutputWriteError,
+                                          ReferenceCaseReport, ReferenceJob, ReferenceResult, ReferenceTiming,
+                                          TimingResult, worker_settings)
 
 TRACE_LIMIT = 4000
 OUT_OF_BOUNDS_ACCESS = "out_of_bounds_access"  # reason/finding code of a refused interpreter access
@@ -202,6 +202,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     for cjob in job.cases:
         case = task.case(cjob.name)
         t0 = time.monotonic()
+        clock = PhaseClock(REFERENCE_PHASES)
         torch.manual_seed(cjob.init_seed)
         model_cpu = module.Model(*case.init_inputs)
         state_dict = {k: v.detach().clone() for k, v in model_cpu.state_dict().items()}
@@ -218,29 +219,33 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
         golden_error = None
         gpu_need = 0
         for seed in cjob.seeds:
-            torch.manual_seed(seed)
-            inputs = list(case.make_inputs())
-            trials.append(inputs)
-            dev_inputs = to_device(inputs, device)
-            before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dev_inputs]
-            with GpuNeed(device, model, dev_inputs) as need, torch.no_grad(), allocations():
-                out = model(*dev_inputs)
-            gpu_need = max(gpu_need, need.bytes)
-            _sync(device)
-            mutated = [i for i, (a, b) in enumerate(zip(before, dev_inputs))
-                       if isinstance(a, torch.Tensor) and not bitwise_equal(a, b)]
-            mutated_all.update(mutated)
-            leaves = _detach_leaves(out) + [_host_copy(dev_inputs[i]) for i in mutated]
-            eager.append(leaves)
+            with clock.phase("make_inputs"):
+                torch.manual_seed(seed)
+                inputs = list(case.make_inputs())
+                trials.append(inputs)
+                dev_inputs = to_device(inputs, device)
+            with clock.phase("eager"):
+                before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dev_inputs]
+                with GpuNeed(device, model, dev_inputs) as need, torch.no_grad(), allocations():
+                    out = model(*dev_inputs)
+                gpu_need = max(gpu_need, need.bytes)
+                _sync(device)
+                mutated = [i for i, (a, b) in enumerate(zip(before, dev_inputs))
+                           if isinstance(a, torch.Tensor) and not bitwise_equal(a, b)]
+                mutated_all.update(mutated)
+                leaves = _detach_leaves(out) + [_host_copy(dev_inputs[i]) for i in mutated]
+                eager.append(leaves)
             if golden_ok:
                 try:
-                    g_inputs = to_device(_to_float64([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]), device)
-                    with torch.no_grad():
-                        g_out = golden_model(*g_inputs)
-                    g_leaves = _detach_leaves(g_out) + [_host_copy(g_inputs[i]) for i in mutated]
-                    golden.append([g.to(golden_store) if isinstance(g, torch.Tensor) and g.is_floating_point()
-                                   else g for g in g_leaves])
-                    del g_inputs, g_out
+                    with clock.phase("golden"):
+                        g_inputs = to_device(_to_float64([x.clone() if isinstance(x, torch.Tensor) else x
+                                                          for x in inputs]), device)
+                        with torch.no_grad():
+                            g_out = golden_model(*g_inputs)
+                        g_leaves = _detach_leaves(g_out) + [_host_copy(g_inputs[i]) for i in mutated]
+                        golden.append([g.to(golden_store) if isinstance(g, torch.Tensor) and g.is_floating_point()
+                                       else g for g in g_leaves])
+                        del g_inputs, g_out
                 except Exception as exc:  # some ops have no float64 kernel: fall back to eager
                     if _is_out_of_memory(exc) and not cjob.golden_oom_fallback:
                         # memory is the moment's (other references beside it), not the task's: without
@@ -252,14 +257,17 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
         if not golden_ok:
             golden = []
         if program and case.is_correctness:
-            check_reproducible(task, model, trials, eager, device, allocations)
+            with clock.phase("reproducible"):
+                check_reproducible(task, model, trials, eager, device, allocations)
         timing = None
         if cjob.time:
-            timing = _time_reference(model, trials[0], device, cjob.flush_bytes, cjob.compile_baseline)
-        save_for_parent({"init_inputs": case.init_inputs, "init_seed": cjob.init_seed,
-                         "state_dict": state_dict, "trials": trials, "seeds": cjob.seeds,
-                         "mutated": sorted(mutated_all)}, cjob.inputs_file)
-        save_for_parent({"eager": eager, "golden": golden if golden_ok else None}, cjob.expected_file)
+            with clock.phase("timing"):
+                timing = _time_reference(model, trials[0], device, cjob.flush_bytes, cjob.compile_baseline)
+        with clock.phase("save"):
+            save_for_parent({"init_inputs": case.init_inputs, "init_seed": cjob.init_seed,
+                             "state_dict": state_dict, "trials": trials, "seeds": cjob.seeds,
+                             "mutated": sorted(mutated_all)}, cjob.inputs_file)
+            save_for_parent({"eager": eager, "golden": golden if golden_ok else None}, cjob.expected_file)
         first_out = eager[0]
         result.cases.append(ReferenceCaseReport(
             name=case.name,
@@ -273,6 +281,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
             seconds=time.monotonic() - t0,
             gpu_need_bytes=gpu_need,
             output_bytes=_nbytes(first_out),
+            phase_s={k: round(v, 3) for k, v in clock.wall.items()},
         ))
     return result
 

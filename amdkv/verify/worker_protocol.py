@@ -256,6 +256,10 @@ class ReferenceTiming(Message):
     compile_error: str | None  # why torch.compile could not be timed (the baseline is then missing)
 
 
+# the reference worker's steps per case, timed (ReferenceCaseReport.phase_s)
+REFERENCE_PHASES = ("make_inputs", "eager", "golden", "reproducible", "timing", "save")
+
+
 @dataclass
 class ReferenceCaseReport(Message):
     """What the reference worker found on one case; cached as the case's `report.json`."""
@@ -277,6 +281,9 @@ class ReferenceCaseReport(Message):
     # candidate writes, so the disk a candidate needs is known beside its expected-outputs file
     # (disk_admission.candidate_disk_need: at one trial that file can be smaller than its calls' outputs)
     output_bytes: int
+    # wall seconds of this case's steps in the worker (REFERENCE_PHASES): KernelBench's largest took 29-40 s
+    # on the H100 in session 23 with nothing to say which step; surfaced as `reference_<phase>_s` timings
+    phase_s: dict[str, float]
 
 
 @dataclass

@@ -1,0 +1,57 @@
+"""What the reference worker reports per case beside the cached files (worker_protocol.ReferenceCaseReport):
+one trial's output bytes (disk admission counts a candidate's checked calls with it) and the wall seconds
+of its steps (verdict timings `reference_<step>_s`, only from the verification that computed it). A real
+reference worker on `cpu`, the KernelBench fixture (111 float32 outputs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from amdkv.tasks.suites import load_suite
+from amdkv.verify import Candidate, Verifier, disk_admission
+from amdkv.verify.reference_cache import CaseFiles
+from amdkv.verify.worker_protocol import REFERENCE_PHASES
+
+DATA = Path(__file__).resolve().parent / "data" / "external" / "kernelbench"
+
+
+def test_the_reference_report_says_its_output_bytes_and_its_steps_seconds(tmp_path, monkeypatch):
+    task = load_suite(f"kernelbench:{DATA}?only=1_Tiny_add")[0]
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="reference", trials=1,
+                  min_free_disk_gib=0) as verifier:
+        first = verifier.verify(task, Candidate(task.metadata["reference_candidate"]))
+        again = verifier.verify(task, Candidate(task.metadata["reference_candidate"] + "\n# again\n"))
+    assert first.status == again.status == "ok", (first.status, first.reason, first.diagnostics[:500])
+    reports = list((tmp_path / "cache" / "refs").rglob("report.json"))
+    assert len(reports) == 1
+    report = CaseFiles(reports[0].parent.name, tmp_path / "cache").read_report()
+    assert report.output_bytes == 111 * 4
+    assert set(report.phase_s) == set(REFERENCE_PHASES) and report.phase_s["eager"] > 0
+    assert report.phase_s["save"] > 0 and sum(report.phase_s.values()) <= report.seconds + 0.01
+    steps = {k: v for k, v in first.timings.items() if k.startswith("reference_") and k != "reference_s"}
+    assert steps == {f"reference_{k}_s": v for k, v in report.phase_s.items()}
+    assert not any(k.startswith("reference_") and k != "reference_s" for k in again.timings), \
+        "a verification that took its reference from the cache reports no reference steps"
+
+
+def test_an_unreadable_cached_report_is_computed_again(tmp_path, monkeypatch):
+    """A report.json this version cannot read (another development version wrote it under the same key)
+    is a missing case, not an `infra_error` for every candidate of the task: computed again, replaced."""
+    import json
+
+    task = load_suite(f"kernelbench:{DATA}?only=1_Tiny_add")[0]
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="reference", trials=1,
+                  min_free_disk_gib=0) as verifier:
+        verifier.verify(task, Candidate(task.metadata["reference_candidate"]))
+        (path,) = (tmp_path / "cache" / "refs").rglob("report.json")
+        old = json.loads(path.read_text())
+        del old["phase_s"]  # what the previous format wrote
+        path.write_text(json.dumps(old))
+        verdict = verifier.verify(task, Candidate(task.metadata["reference_candidate"] + "\n# again\n"))
+    assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[-800:])
+    assert "reference_eager_s" in verdict.timings, "the reference was not computed again"
+    assert "phase_s" in json.loads(path.read_text())
