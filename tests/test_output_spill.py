@@ -134,13 +134,14 @@ def test_the_spill_digest_runs_its_threads_inside_a_sandboxed_worker(tmp_path, m
     mods.mkdir()
     work.mkdir()
     (mods / "amdkv_test_digest.py").write_text(
-        "import os, threading\n"
+        "import os, threading, time\n"
         "from amdkv.verify import output_spill\n"
         "output_spill.DIGEST_CHUNK_BYTES = 2**20\n"
         "seen = set()\n"
         "real = output_spill._chunk_digest\n"
         "def chunk(*a):\n"
         "    seen.add(threading.get_ident())\n"
+        "    time.sleep(0.05)  # each chunk outlasts the submissions: the pool starts more than one thread\n"
         "    return real(*a)\n"
         "output_spill._chunk_digest = chunk\n"
         "open('data.bin', 'wb').write(bytes(range(256)) * (6 * 2**12))\n"
