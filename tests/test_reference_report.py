@@ -55,3 +55,63 @@ def test_an_unreadable_cached_report_is_computed_again(tmp_path, monkeypatch):
     assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[-800:])
     assert "reference_eager_s" in verdict.timings, "the reference was not computed again"
     assert "phase_s" in json.loads(path.read_text())
+
+
+_MUTATING_TASK = '''
+import torch
+import torch.nn as nn
+
+METADATA = {"level": 1, "op_family": "elementwise", "dtypes": ["fp32"], "licence": "Apache-2.0",
+            "provenance": "original (amdkv tests)"}
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2.0)  # in place: the trial's input changes during the eager call
+        return x + 1.0
+
+
+def get_inputs():
+    return [torch.randn(64, 96)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+_MUTATING_CANDIDATE = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2.0)
+        return x + 1.0
+'''
+
+
+def test_the_golden_comes_from_the_inputs_as_they_were_before_an_in_place_reference(tmp_path, monkeypatch):
+    """The float64 golden is computed from the trial's inputs converted on the device from their clone
+    taken before the eager call (session 23; a host copy converted on the host before). A reference that
+    changes its input in place must get a golden from the untouched input: from the changed one it would
+    be 4x+1 against the eager 2x+1. And the saved trial must be the untouched input: on `cpu` the eager
+    call ran on the trial's own tensors, so until session 23 candidates got the changed input and the
+    golden was computed from it (this test fails on that code: golden 4x+1, eager 2x+1)."""
+    import torch
+
+    from amdkv.tasks.loader import load_task
+    from amdkv.verify.judging import load_tensor_file
+
+    path = tmp_path / "mutating.py"
+    path.write_text(_MUTATING_TASK)
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="reference",
+                  min_free_disk_gib=0) as verifier:
+        verdict = verifier.verify(load_task(path), Candidate(_MUTATING_CANDIDATE))
+    assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[-800:])
+    (expected_path,) = (tmp_path / "cache" / "refs").rglob("expected.pt")
+    expected = load_tensor_file(expected_path)
+    eager, golden = expected["eager"][0][0], expected["golden"][0][0]
+    assert golden.dtype == torch.float64 and torch.allclose(golden, eager.double(), atol=1e-5)

@@ -223,7 +223,11 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
                 torch.manual_seed(seed)
                 inputs = list(case.make_inputs())
                 trials.append(inputs)
-                dev_inputs = to_device(inputs, device)
+                # never the trial's own tensors: on `cpu` to_device returns them, and a reference that
+                # changes its input in place then changed the saved trial too (candidates ran on the
+                # changed inputs; found in session 23)
+                dev_inputs = [d.clone() if d is h and isinstance(d, torch.Tensor) else d
+                              for d, h in zip(to_device(inputs, device), inputs)]
             with clock.phase("eager"):
                 before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dev_inputs]
                 with GpuNeed(device, model, dev_inputs) as need, torch.no_grad(), allocations():
@@ -238,8 +242,17 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
             if golden_ok:
                 try:
                     with clock.phase("golden"):
-                        g_inputs = to_device(_to_float64([x.clone() if isinstance(x, torch.Tensor) else x
-                                                          for x in inputs]), device)
+                        # from the trial's inputs as they were on the device before the eager call
+                        # (`before`): converted there, instead of a host clone converted on the host and
+                        # copied over at twice its bytes (KernelBench's largest: 6 GiB of float32 inputs
+                        # made 12 GiB on the host, then crossed to the GPU). float64 holds every float32,
+                        # float16 and bfloat16 value exactly, so the golden is the same bit for bit.
+                        # Only where `before` holds the whole trial: it clones the top-level tensors, so
+                        # a list of tensors inside the inputs (which the eager call may have changed in
+                        # place) comes from the host's untouched copy as before.
+                        g_inputs = (_to_float64(before) if all(not isinstance(x, (list, tuple, dict)) for x in inputs)
+                                    else to_device(_to_float64([x.clone() if isinstance(x, torch.Tensor) else x
+                                                                for x in inputs]), device))
                         with torch.no_grad():
                             g_out = golden_model(*g_inputs)
                         g_leaves = _detach_leaves(g_out) + [_host_copy(g_inputs[i]) for i in mutated]
