@@ -28,10 +28,11 @@ def test_the_reference_report_says_its_output_bytes_and_its_steps_seconds(tmp_pa
     assert len(reports) == 1
     report = CaseFiles(reports[0].parent.name, tmp_path / "cache").read_report()
     assert report.output_bytes == 111 * 4
-    assert set(report.phase_s) == set(REFERENCE_PHASES) and report.phase_s["eager"] > 0
-    assert report.phase_s["save"] > 0 and sum(report.phase_s.values()) <= report.seconds + 0.01
+    # a tiny problem's steps take under a millisecond each: their sum is what must be there
+    assert set(report.phase_s) == set(REFERENCE_PHASES) and all(v >= 0 for v in report.phase_s.values())
+    assert 0 < sum(report.phase_s.values()) <= report.seconds + 0.01
     steps = {k: v for k, v in first.timings.items() if k.startswith("reference_") and k != "reference_s"}
-    assert steps == {f"reference_{k}_s": v for k, v in report.phase_s.items()}
+    assert steps == {f"reference_{k}_s": round(v, 3) for k, v in report.phase_s.items()}  # timings keep ms
     assert not any(k.startswith("reference_") and k != "reference_s" for k in again.timings), \
         "a verification that took its reference from the cache reports no reference steps"
 

@@ -294,7 +294,7 @@ def run_reference_job(job: ReferenceJob) -> ReferenceResult:
             seconds=time.monotonic() - t0,
             gpu_need_bytes=gpu_need,
             output_bytes=_nbytes(first_out),
-            phase_s={k: round(v, 3) for k, v in clock.wall.items()},
+            phase_s={k: round(v, 4) for k, v in clock.wall.items()},
         ))
     return result
 
