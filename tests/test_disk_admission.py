@@ -222,3 +222,66 @@ def test_a_candidates_need_counts_its_checked_calls_where_the_expected_file_is_s
     assert disk_admission.candidate_disk_need([9000, None], 3200) == 9000
     assert disk_admission.candidate_disk_need([None], 0) == 0
 
+
+
+def test_handed_copies_count_only_across_file_systems(tmp_path):
+    """A file handed to a worker is a hard link on the same file system (no new space) and a copy on
+    another (the references' cache on /dev/shm): only the copy is added to the candidate's need."""
+    import os
+
+    same = tmp_path / "inputs.pt"
+    same.write_bytes(b"x" * 5000)
+    worker_in = tmp_path / "in"
+    worker_in.mkdir()
+    assert disk_admission.handed_copy_bytes([str(same)], str(worker_in)) == 0
+    shm = "/dev/shm"
+    if not os.path.isdir(shm) or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        import pytest
+        pytest.skip("no /dev/shm on another file system than the temp folder here")
+    import tempfile
+    with tempfile.NamedTemporaryFile(dir=shm) as other:
+        other.write(b"y" * 7000)
+        other.flush()
+        assert disk_admission.handed_copy_bytes([str(same), other.name], str(worker_in)) == 7000
+    assert disk_admission.handed_copy_bytes([str(tmp_path / "gone.pt")], str(worker_in)) == 0
+
+
+def test_a_folder_past_its_reservation_is_measured_and_hard_links_are_not_its_space(tmp_path, monkeypatch):
+    import os
+
+    root = tmp_path / "worker"
+    root.mkdir()
+    (root / "out.pt").write_bytes(os.urandom(3 * 2**20))
+    cached = tmp_path / "cache_inputs.pt"
+    cached.write_bytes(os.urandom(4 * 2**20))
+    os.link(cached, root / "inputs.pt")  # handed by a hard link: the cache's space, not the folder's
+    written = disk_admission.folder_bytes(str(root))
+    assert 3 * 2**20 <= written < 4 * 2**20
+    assert disk_admission.over_reservation(str(root), 2**20) == 0  # a need this small is not checked
+    monkeypatch.setattr(disk_admission, "CHECK_WRITTEN_ABOVE_BYTES", 0)
+    monkeypatch.setattr(disk_admission, "OVER_RESERVATION_SLACK_BYTES", 0)
+    assert disk_admission.over_reservation(str(root), 2**20) == written - 2**20
+    assert disk_admission.over_reservation(str(root), 8 * 2**20) == 0
+
+
+def test_a_verdict_says_when_its_candidate_wrote_past_its_reservation(tmp_path, monkeypatch):
+    """The wiring in the verifier, with a real worker and its real folder: an estimate that falls short
+    (the stand-in: candidate_disk_need answering 0, with no slack and no lower bound) leaves the
+    candidate's outputs past its reservation, and the verdict's timings say by how much; the verdict
+    itself does not change. With the real estimate the same candidate is within it."""
+    import amdkv.verify.verifier as verifier_module
+
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    task = load_task(task_path("l1_relu"))
+    source = solution_path("l1_relu", "triton").read_text()
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, min_free_disk_gib=0) as verifier:
+        plain = verifier.verify(task, Candidate(source))
+        monkeypatch.setattr(disk_admission, "CHECK_WRITTEN_ABOVE_BYTES", 0)
+        monkeypatch.setattr(disk_admission, "OVER_RESERVATION_SLACK_BYTES", 0)
+        within = verifier.verify(task, Candidate(source + "\n# within\n"))
+        monkeypatch.setattr(verifier_module, "candidate_disk_need", lambda sizes, calls=0: 0)
+        short = verifier.verify(task, Candidate(source + "\n# short\n"))
+    assert plain.status == within.status == short.status == "ok"
+    assert "disk_over_reservation_mib" not in plain.timings and "disk_over_reservation_mib" not in within.timings
+    assert short.timings.get("disk_over_reservation_mib", 0) > 0.1, short.timings  # its outputs file

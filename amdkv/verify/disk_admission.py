@@ -87,6 +87,57 @@ def checked_calls_bytes(refs: dict[str, dict[str, Any]], timed_calls: bool) -> i
     return total
 
 
+def handed_copy_bytes(paths: list[str], folder: str) -> int:
+    """Bytes the worker's `in/` folder takes for files handed to it (pool.Spare.hand): a hard link costs
+    nothing, but a file on another file system than `folder` is copied, and that copy is the candidate's
+    to reserve (the references' cache on /dev/shm, the workers' folders on disk: each candidate copies
+    its inputs, up to 8 GiB for KernelBench's largest)."""
+    try:
+        here = os.stat(folder).st_dev
+    except OSError:
+        return 0
+    total = 0
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if st.st_dev != here:
+            total += st.st_size
+    return total
+
+
+# A candidate's folder may hold this much beyond its reservation before the verdict says so: its
+# compilers' caches (Triton, CUDA, torch extensions) are not reserved and take megabytes
+OVER_RESERVATION_SLACK_BYTES = 256 * 2**20
+CHECK_WRITTEN_ABOVE_BYTES = 256 * 2**20  # smaller needs are not worth a walk of the folder
+
+
+def folder_bytes(root: str) -> int:
+    """Disk blocks the files under `root` take, each counted once: a file with other hard links (an
+    inputs file handed from the references' cache) is not this folder's space."""
+    total = 0
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if st.st_nlink == 1:
+                total += st.st_blocks * 512
+    return total
+
+
+def over_reservation(root: str, need_bytes: int) -> int:
+    """Bytes a candidate's folder holds beyond its reservation and the slack (0: within it, or a need too
+    small to check). Why: admission is only as right as the writers' estimates, and a write that passed
+    its reservation beside others is a short write somewhere else (session 23's `33_BatchNorm` on the H100
+    failed so with no record of who wrote what); the verdict says it, so the next such failure has a name."""
+    if need_bytes < CHECK_WRITTEN_ABOVE_BYTES:
+        return 0
+    return max(0, folder_bytes(root) - need_bytes - OVER_RESERVATION_SLACK_BYTES)
+
+
 def candidate_file_need(sizes: list[int | None]) -> int | None:
     """The largest single file a correct candidate of these references writes: one call's outputs
     (spilled), at most its case's expected file, plus torch.save's headroom. None when a case's file

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import threading
 import time
@@ -32,7 +33,7 @@ from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE, LocalVerifier, deadlin
 from amdkv.verify.candidate import Candidate
 from amdkv.verify.gpu_memory import candidate_floor_bytes
 from amdkv.verify.disk_admission import (ADMISSION, candidate_disk_need, candidate_file_need, checked_calls_bytes,
-                                         expected_file_sizes)
+                                         expected_file_sizes, handed_copy_bytes, over_reservation)
 from amdkv.verify.gpu_specs import flush_bytes, spec_for_device_name
 from amdkv.verify.output_spill import resolve_spilled, spill_folder_for
 # The job-by-job halves of Verifier (issue 20); their module-level names stay importable from here.
@@ -49,6 +50,8 @@ from amdkv.verify.speed import SpeedMixin
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, UNVERIFIABLE,
                                   ArchResources, Verdict)
 from amdkv.verify.worker_protocol import BackendJobPart, CandidateCaseJob, CandidateJob, CandidateResult, WorkerReport
+
+_LOG = logging.getLogger("amdkv.verify")
 
 # Reasons that mean "the candidate file is not a candidate at all" (the CLI exits 2 on these).
 BAD_INPUT_REASONS = frozenset({"no_model_new", "signature_mismatch", "unreadable_candidate"})
@@ -339,8 +342,10 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                 # held until it is judged (the judge keeps the outputs mapped)
                 sizes = expected_file_sizes(refs)
                 calls = checked_calls_bytes(refs, timed_calls=spare.device != "cpu")
+                need = candidate_disk_need(sizes, calls) + handed_copy_bytes(
+                    [str(r["files"].inputs) for r in refs.values()], spare.in_dir)
                 waited = held.enter_context(ADMISSION.admitted(
-                    spare.workdir, candidate_disk_need(sizes, calls), int(self.config.min_free_disk_gib * 2 ** 30),
+                    spare.workdir, need, int(self.config.min_free_disk_gib * 2 ** 30),
                     cancelled=lambda: self._busy.cancelled))
                 if waited >= 0.01:
                     v.timings["disk_wait_s"] = round(waited, 3)
@@ -350,6 +355,12 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                     report, outputs, load_error, proc = self._run_candidate(spare, task, cand_path, cases, refs,
                                                                             extra_job)
                 v.timings["candidate_s"] = round(time.monotonic() - t0, 3)
+                over = over_reservation(spare.root, need)
+                if over:
+                    v.timings["disk_over_reservation_mib"] = round(over / 2 ** 20, 3)
+                    _LOG.warning("task %s: the candidate's folder holds %.2f GiB more than its disk reservation "
+                                 "(%.2f GiB): candidates beside it may meet a full disk", task.id, over / 2 ** 30,
+                                 need / 2 ** 30)
             finally:
                 spare.cleanup()
             self._judge(v, task, cases, refs, report, outputs, load_error, proc)
