@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from amdkv.verify.disk_space import file_stats
 from amdkv.verify.output_spill import FILE_HEADROOM_BYTES
 
 WAIT_POLL_S = 1.0  # how often a waiting candidate looks at the free space again (others' files shrink too)
@@ -116,16 +117,7 @@ CHECK_WRITTEN_ABOVE_BYTES = 256 * 2**20  # smaller needs are not worth a walk of
 def folder_bytes(root: str) -> int:
     """Disk blocks the files under `root` take, each counted once: a file with other hard links (an
     inputs file handed from the references' cache) is not this folder's space."""
-    total = 0
-    for dirpath, _, names in os.walk(root):
-        for name in names:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            if st.st_nlink == 1:
-                total += st.st_blocks * 512
-    return total
+    return sum(st.st_blocks * 512 for st in file_stats(root) if st.st_nlink == 1)
 
 
 def over_reservation(root: str, need_bytes: int) -> int:

@@ -14,9 +14,21 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 GIB = float(1 << 30)
+
+
+def file_stats(root: str | os.PathLike[str]) -> Iterator[os.stat_result]:
+    """The lstat of every file under `root`; a file removed while walking (a concurrent eviction, a
+    finished computation) is skipped. One walk for the cache's usage and a candidate folder's size."""
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                yield os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
 
 
 def _existing(path: str | os.PathLike[str]) -> Path:

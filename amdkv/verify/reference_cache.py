@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 import amdkv
+from amdkv.verify.disk_space import file_stats
 from amdkv.verify.file_lock import removable_if_unleased, take_shared_lease
 from amdkv.verify.worker_protocol import ReferenceCaseReport
 
@@ -114,14 +115,9 @@ def folder_usage(folder: Path) -> tuple[int, int]:
     """(bytes, files) under `folder`. A file removed while walking (a concurrent eviction, a finished
     computation) counts nothing."""
     total = files = 0
-    for root, _, names in os.walk(folder):
-        for name in names:
-            try:
-                st = os.lstat(os.path.join(root, name))
-            except OSError:
-                continue
-            total += st.st_size
-            files += 1
+    for st in file_stats(folder):
+        total += st.st_size
+        files += 1
     return total, files
 
 
