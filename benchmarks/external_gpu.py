@@ -648,7 +648,9 @@ def merge_amdkv(parts: list[dict[str, Any]], later_replaces: bool = False) -> di
             "per_minute": round(60 * verified / seconds, 2) if seconds else None,
             "no_reference": sorted({t for p in parts for t in p.get("no_reference") or []}),
             "one_at_a_time": sorted({t for p in parts for t in p.get("one_at_a_time") or []}),
-            "shard": "+".join(str(p.get("shard", "0/1")) for p in parts)}
+            # each shard once: calls that split one shard by --task (session 23's quarter 0) merge back to it,
+            # so the merged report serves `--amdkv-from` with that --shard
+            "shard": "+".join(dict.fromkeys(str(p.get("shard", "0/1")) for p in parts))}
 
 
 def merge_harness(parts: list[dict[str, Any]]) -> dict[str, Any]:

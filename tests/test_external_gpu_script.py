@@ -296,6 +296,11 @@ def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> N
     counts = tbg["comparison"]["counts"]
     assert (counts["both_pass"], counts["harness_only"], counts["amdkv_only"]) == (1, 1, 1)
     assert "shards 0/2+1/2" in md
+    # one shard split over two calls by --task merges back to that shard (what --amdkv-from then accepts)
+    c = run("c", {"t3": ok}, "1/2", [], 5.0)
+    mod.rerender([b, c], tmp_path / "merged_b")
+    again = json.loads((tmp_path / "merged_b" / "external_gpu.json").read_text())["benchmarks"]["tbg"]["amdkv"]
+    assert again["shard"] == "1/2" and set(again["tasks"]) == {"t1", "t3"}
     # a shard's amdkv side carried by two harness-only calls (the second with `--task` for what the
     # first's budget cut) counts once, and the second call's harness rows complete the first's
     cut = run("cut", {"t1": ok}, "1/2", [{"task_id": "t1", "ok": False, "not_run": "budget"}], 10.0)
