@@ -116,3 +116,26 @@ def test_the_golden_comes_from_the_inputs_as_they_were_before_an_in_place_refere
     expected = load_tensor_file(expected_path)
     eager, golden = expected["eager"][0][0], expected["golden"][0][0]
     assert golden.dtype == torch.float64 and torch.allclose(golden, eager.double(), atol=1e-5)
+
+
+def test_a_reference_that_wrote_past_its_reservation_says_so(tmp_path, monkeypatch):
+    """A reference admitted by its loader's size (`reference_trial_bytes`, KernelBench's meta-device
+    sizing) whose files end larger than that (here: torch.save's headers on a 2,220-byte estimate, with
+    no slack and no lower bound) gets `reference_disk_over_reservation_mib`; with the defaults (needs under
+    256 MiB are not checked) nothing is said. A real reference worker."""
+    task = load_suite(f"kernelbench:{DATA}?only=1_Tiny_add")[0]
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    candidate = task.metadata["reference_candidate"]
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="reference", trials=1,
+                  min_free_disk_gib=0) as verifier:
+        plain = verifier.verify(task, Candidate(candidate))
+    assert plain.status == "ok" and "reference_disk_over_reservation_mib" not in plain.timings
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache2"))
+    monkeypatch.setattr(disk_admission, "CHECK_WRITTEN_ABOVE_BYTES", 0)
+    monkeypatch.setattr(disk_admission, "OVER_RESERVATION_SLACK_BYTES", 0)
+    with Verifier("cpu", jobs=1, verdict_cache=False, compile_baseline=False, policy="reference", trials=1,
+                  min_free_disk_gib=0) as verifier:
+        checked = verifier.verify(task, Candidate(candidate + "\n# checked\n"))
+    assert checked.status == "ok", (checked.status, checked.reason, checked.diagnostics[-500:])
+    assert checked.timings.get("reference_disk_over_reservation_mib", 0) > 0, checked.timings

@@ -21,6 +21,7 @@ from typing import Any
 from amdkv.config import VerifierConfig
 from amdkv.errors import HostOutOfMemory, InfrastructureError
 from amdkv.tasks.types import Task
+from amdkv.verify import disk_admission
 from amdkv.verify.disk_admission import ADMISSION, reference_disk_need
 from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_memory import is_out_of_memory
@@ -225,20 +226,39 @@ class ReferencesMixin:
                 files.write_report(crep)
                 r["report"] = crep
                 r["computed"] = True  # by this verification: its steps' seconds go into the verdict
+            self._note_reference_over_reservation(task, cases, refs)
         finally:
             for case in cases:  # what a failed run left in its cases' scratch folders (gone after success)
                 shutil.rmtree(refs[case.name]["tmp"], ignore_errors=True)
 
     @staticmethod
-    def computed_reference_phases(refs: dict[str, dict[str, Any]]) -> dict[str, float]:
-        """Verdict timings `reference_<step>_s`: the reference worker's steps (worker_protocol.REFERENCE_PHASES),
-        summed over the cases this verification computed (none when every case came from the cache)."""
+    def computed_reference_timings(refs: dict[str, dict[str, Any]]) -> dict[str, float]:
+        """Verdict timings from the cases this verification computed (none when every case came from the
+        cache): `reference_<step>_s`, the reference worker's steps (worker_protocol.REFERENCE_PHASES),
+        summed; and `reference_disk_over_reservation_mib` where its files passed its disk reservation."""
         total: dict[str, float] = {}
         for ref in refs.values():
             if ref.get("computed"):
                 for name, seconds in ref["report"].phase_s.items():
                     total[f"reference_{name}_s"] = round(total.get(f"reference_{name}_s", 0.0) + seconds, 3)
+            if ref.get("over_reservation"):
+                total["reference_disk_over_reservation_mib"] = round(ref["over_reservation"] / 2 ** 20, 3)
         return total
+
+    def _note_reference_over_reservation(self, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]]) -> None:
+        """Where the reference's files (inputs, expected outputs) take more than its disk reservation (the
+        loader's meta-device size: `reference_disk_need`) plus the slack, say so on the first case's entry
+        and in the log: admission is only as right as that estimate (disk_admission.over_reservation)."""
+        need = reference_disk_need(task.metadata, len(task.cases), sum(self._trials_for(c) for c in cases))
+        if need < disk_admission.CHECK_WRITTEN_ABOVE_BYTES:
+            return
+        written = sum(os.stat(p).st_size for c in cases for p in (refs[c.name]["files"].inputs,
+                                                                   refs[c.name]["files"].expected))
+        over = written - need - disk_admission.OVER_RESERVATION_SLACK_BYTES
+        if over > 0:
+            refs[cases[0].name]["over_reservation"] = over
+            _LOG.warning("task %s: the reference wrote %.2f GiB, %.2f GiB more than its disk reservation: "
+                         "verifications beside it may meet a full disk", task.id, written / 2 ** 30, over / 2 ** 30)
 
     def _reference_admission(self, task: Task, cases: list[Any]) -> contextlib.AbstractContextManager[Any]:
         """Room on the cache's disk for the reference's files beside the candidates and references

@@ -335,7 +335,7 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                 t0 = time.monotonic()
                 refs = self._references(task, cases, leases)
                 v.timings["reference_s"] = round(time.monotonic() - t0, 3)
-                v.timings.update(self.computed_reference_phases(refs))
+                v.timings.update(self.computed_reference_timings(refs))
                 if check_references is not None and check_references(refs):
                     return False, None
                 # room on the disk for its outputs beside the candidates running (disk_admission.py),
