@@ -207,6 +207,25 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
     return {**entry, "from_call": str(previous), "reference_candidates": candidates_by_task(lines)}
 
 
+def not_done(previous: Path | None, key: str, spec: str, shard: tuple[int, int],
+             only: frozenset[str]) -> frozenset[str]:
+    """`--skip-done`: the shard's tasks (or `only`'s) that `previous` did not judge: no row, a row never
+    started before its budget, or an `infra_error` (the machine's failure: worth another run). An empty
+    `only` means the whole shard; a shard with nothing left is an error, not a run of everything."""
+    if previous is None:
+        return only
+    rows = ((((json.loads(previous.read_text()).get("benchmarks") or {}).get(key) or {}).get("amdkv") or {})
+            .get("tasks") or {})
+    judged = {t for t, r in rows.items() if r.get("status") != "infra_error"
+              and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE}
+    left = frozenset(t.id for t in shard_tasks(spec, shard, only) if t.id not in judged)
+    if not left:
+        raise SystemExit(f"--skip-done {previous}: every task of {spec} shard {shard[0]}/{shard[1]} is judged there")
+    print(f"== {key}: {len(judged & {t.id for t in shard_tasks(spec, shard, only)})} task(s) judged in {previous}; "
+          f"{len(left)} to run", flush=True)
+    return left
+
+
 def candidates_by_task(lines: list[dict[str, Any]]) -> dict[str, str]:
     """Each task's reference candidate, from `reference_samples`' samples-file lines."""
     return {x["task_id"]: x["samples"][0] for x in lines}
@@ -741,6 +760,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="amdkv: the references' cache folder (default: under this run's temp folder); on another "
                          "file system than the temp folder (/dev/shm on the GPU machine) the references and the "
                          "candidates' outputs each have a disk's room; deleted after each benchmark")
+    ap.add_argument("--skip-done", type=Path, default=None, metavar="EXTERNAL_GPU_JSON",
+                    help="amdkv: leave out the tasks this earlier report (one call's, or --rerender's merge) already "
+                         "judged, so a shard cut short goes on where it stopped (not-started and infra_error rows "
+                         "run again)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
     if args.rerender:
@@ -795,7 +818,8 @@ def main(argv: list[str] | None = None) -> int:
                                 jobs=args.kb_jobs if key == "kb" else args.jobs, budget=budgets[key],
                                 timeout=args.timeout, trials=args.kb_trials if key == "kb" else args.trials,
                                 reference_timeout=args.reference_timeout, shard=shard,
-                                solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None, only=only_tasks,
+                                solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None,
+                                only=not_done(args.skip_done, key, spec, shard, only_tasks),
                                 keep=out, solo_jobs=args.kb_solo_jobs, cache_dir=args.cache_dir)
             (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]

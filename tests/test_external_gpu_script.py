@@ -393,3 +393,26 @@ def test_a_harness_phase_cut_by_sigint_leaves_no_job_running(tmp_path: Path) -> 
     assert "interrupted" in proc.stdout, proc.stderr[-2000:]
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert not left, f"harness job(s) {left} outlived the interrupted phase"
+
+
+def test_skip_done_runs_only_what_an_earlier_report_did_not_judge(tmp_path: Path) -> None:
+    """`--skip-done REPORT`: a shard cut short goes on where it stopped. A task judged there is left out;
+    one that never started, or was the machine's `infra_error`, runs again; nothing left is an error."""
+    mod = _script()
+    spec = f"kernelbench:{DATA / 'kernelbench'}?levels=1"
+    ids = sorted(t.id for t in mod.shard_tasks(spec, (0, 1)))
+    assert len(ids) == 2
+
+    def report(rows: dict) -> Path:
+        path = tmp_path / f"r{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps({"benchmarks": {"kb": {"amdkv": {"tasks": rows}}}}))
+        return path
+
+    ok = {"status": "ok", "reason": None}
+    assert mod.not_done(None, "kb", spec, (0, 1), frozenset()) == frozenset()  # no report: the whole shard
+    assert mod.not_done(report({ids[0]: ok}), "kb", spec, (0, 1), frozenset()) == {ids[1]}
+    late = {"status": "infra_error", "reason": mod.NOT_STARTED_BEFORE_DEADLINE}
+    assert mod.not_done(report({ids[0]: ok, ids[1]: late}), "kb", spec, (0, 1), frozenset()) == {ids[1]}
+    with pytest.raises(SystemExit, match="every task"):
+        mod.not_done(report({ids[0]: ok, ids[1]: {"status": "mismatch", "reason": "values"}}), "kb", spec, (0, 1),
+                     frozenset())
