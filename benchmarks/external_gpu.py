@@ -218,11 +218,11 @@ def not_done(previous: Path | None, key: str, spec: str, shard: tuple[int, int],
             .get("tasks") or {})
     judged = {t for t, r in rows.items() if r.get("status") != "infra_error"
               and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE}
-    left = frozenset(t.id for t in shard_tasks(spec, shard, only) if t.id not in judged)
+    ids = {t.id for t in shard_tasks(spec, shard, only)}
+    left = frozenset(ids - judged)
     if not left:
         raise SystemExit(f"--skip-done {previous}: every task of {spec} shard {shard[0]}/{shard[1]} is judged there")
-    print(f"== {key}: {len(judged & {t.id for t in shard_tasks(spec, shard, only)})} task(s) judged in {previous}; "
-          f"{len(left)} to run", flush=True)
+    print(f"== {key}: {len(ids & judged)} task(s) judged in {previous}; {len(left)} to run", flush=True)
     return left
 
 
@@ -763,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-done", type=Path, default=None, metavar="EXTERNAL_GPU_JSON",
                     help="amdkv: leave out the tasks this earlier report (one call's, or --rerender's merge) already "
                          "judged, so a shard cut short goes on where it stopped (not-started and infra_error rows "
-                         "run again)")
+                         "run again: merge a run that re-ran some with --rerender ... --later-replaces)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
     if args.rerender:
