@@ -188,6 +188,11 @@ def shard_tasks(spec: str, shard: tuple[int, int], only: frozenset[str] = frozen
     return [t for t in tasks if t.id in only]
 
 
+def amdkv_side(report: Path, key: str) -> dict[str, Any] | None:
+    """Benchmark `key`'s amdkv side in an earlier report (external_gpu.json, one call's or a merge), or None."""
+    return ((json.loads(report.read_text()).get("benchmarks") or {}).get(key) or {}).get("amdkv")
+
+
 def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
                only: frozenset[str] = frozenset()) -> dict[str, Any]:
     """`--amdkv-from`: the amdkv side of `key` as a finished call measured it (its external_gpu.json),
@@ -196,7 +201,7 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
     same suite and shard or nothing: a mismatch is an error, not a silent mix."""
     from amdkv.evaluation.reference_samples import reference_samples
 
-    entry = ((json.loads(previous.read_text()).get("benchmarks") or {}).get(key) or {}).get("amdkv")
+    entry = amdkv_side(previous, key)
     if not entry:
         raise SystemExit(f"--amdkv-from {previous}: no amdkv side of {key!r} in it")
     wanted = f"{shard[0]}/{shard[1]}"
@@ -214,8 +219,7 @@ def not_done(previous: Path | None, key: str, spec: str, shard: tuple[int, int],
     `only` means the whole shard; a shard with nothing left is an error, not a run of everything."""
     if previous is None:
         return only
-    rows = ((((json.loads(previous.read_text()).get("benchmarks") or {}).get(key) or {}).get("amdkv") or {})
-            .get("tasks") or {})
+    rows = (amdkv_side(previous, key) or {}).get("tasks") or {}
     judged = {t for t, r in rows.items() if r.get("status") != "infra_error"
               and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE}
     ids = {t.id for t in shard_tasks(spec, shard, only)}

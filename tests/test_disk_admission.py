@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from amdkv.tasks.builtin import solution_path, task_path
 from amdkv.tasks.loader import load_task
 from amdkv.verify import Candidate, Verifier
@@ -236,8 +238,8 @@ def test_handed_copies_count_only_across_file_systems(tmp_path):
     assert disk_admission.handed_copy_bytes([str(same)], str(worker_in)) == 0
     shm = "/dev/shm"
     if not os.path.isdir(shm) or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
-        import pytest
-        pytest.skip("no /dev/shm on another file system than the temp folder here")
+        pytest.skip("the copy half needs a second file system, and this machine has no /dev/shm apart from "
+                    "the temp folder's (the hard-link half above ran)")
     import tempfile
     with tempfile.NamedTemporaryFile(dir=shm) as other:
         other.write(b"y" * 7000)

@@ -23,15 +23,8 @@ from amdkv.config import VerifierConfig
 from amdkv.errors import InfrastructureError
 from amdkv.verify import os_sandbox, pool
 from amdkv.verify.sandbox import run_python_module, with_package_on_path
+from sandbox_support import APPLIED, CAPS, require_sandbox_parts
 
-CAPS = os_sandbox.capabilities()
-APPLIED = set(CAPS.get("applied", []))
-
-
-def need(*parts: str) -> None:
-    missing = [p for p in parts if p not in APPLIED]
-    if missing:
-        pytest.skip(f"this machine's kernel lacks sandbox part(s) {missing}: {CAPS.get('missing')}")
 
 
 def test_probe_names_every_part_as_applied_or_missing_with_a_reason():
@@ -43,7 +36,7 @@ def test_probe_names_every_part_as_applied_or_missing_with_a_reason():
 def test_the_kernel_refuses_what_the_probe_says_it_refuses():
     """The probe's own child entered the sandbox and tried: a write beside its scratch folder, the
     home folder, a socket of each kind, a signal and /proc/<parent>/environ of its parent, setsid."""
-    need(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP, os_sandbox.LANDLOCK_SCOPE)
+    require_sandbox_parts(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP, os_sandbox.LANDLOCK_SCOPE)
     tried = CAPS["self_test"]
     assert tried["write_scratch"] == "allowed"
     for attempt in ("write_outside_scratch", "read_home", "inet_socket", "unix_socket", "signal_parent",
@@ -101,7 +94,7 @@ def _escape_module(tmp_path: Path) -> dict[str, str]:
 def test_run_once_workers_write_only_in_their_folder(tmp_path, start):
     """sandbox.run_python_module (HIP capture, AMD compiles, task loading): forked or exec'd, the child
     writes in its own folder and nowhere else, and has no network."""
-    need(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
+    require_sandbox_parts(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
     env = _escape_module(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
@@ -195,7 +188,7 @@ def test_amdkv_env_reports_the_sandbox_and_a_machine_that_refuses_namespaces_sti
     stand-in: `amdkv env` and `amdkv verify` run under a seccomp filter that refuses unshare(), as a
     locked-down container does. Both finish; the parts the kernel refused are named missing with the
     kernel's reason, the rest still hold, the verdict is ok. (The three commands run at once.)"""
-    need(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
+    require_sandbox_parts(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
     from amdkv.tasks.builtin import solution_path, task_path
 
     env = dict(with_package_on_path(os.environ), AMDKV_SANDBOX="auto")  # the session cache: relu's reference is in it
@@ -227,7 +220,7 @@ def test_workers_import_from_pythonpath_folders(tmp_path):
     by sandboxed workers. Here DIR holds a copy of typing_extensions that shadows the venv's one, so
     every worker's `import torch` reads DIR: the verdict is ok (before the fix: PermissionError in
     every worker, infra_error/harness_failure)."""
-    need(os_sandbox.LANDLOCK_FS)
+    require_sandbox_parts(os_sandbox.LANDLOCK_FS)
     import typing_extensions
 
     from amdkv.tasks.builtin import solution_path, task_path
@@ -278,7 +271,7 @@ def test_gpu_workers_get_what_a_gpu_runtime_needs_and_no_more(tmp_path):
     AF_UNIX sockets and writes beneath the worker's own /proc/<pid>. A GPU plan gets exactly that:
     TCP and netlink sockets, another process's /proc and /proc/sys stay refused; a CPU plan keeps
     refusing every socket and /proc write. Real seccomp and Landlock in a child process."""
-    need(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
+    require_sandbox_parts(os_sandbox.LANDLOCK_FS, os_sandbox.SECCOMP)
     env = with_package_on_path(os.environ)
     seen = {}
     for kind in ("gpu", "cpu"):
@@ -320,7 +313,7 @@ def test_gcc_finds_its_temp_folder_in_a_worker_run_as_root(tmp_path):
     TMPDIR, failed access() on the scratch folder and aborted on /tmp: every Triton candidate was a
     compile_error. The worker's real folders and environment (pool.make_worker_dirs, worker_env),
     the real sandbox, the real gcc."""
-    need(os_sandbox.LANDLOCK_FS, os_sandbox.USER_NAMESPACE)
+    require_sandbox_parts(os_sandbox.LANDLOCK_FS, os_sandbox.USER_NAMESPACE)
     if os.geteuid() != 0:
         pytest.skip("the real-uid hand-off happens only when the verifier runs as root")
     r = subprocess.run([sys.executable, "-c", GCC_IN_WORKER], capture_output=True, text=True,

@@ -125,11 +125,9 @@ def test_the_spill_digest_runs_its_threads_inside_a_sandboxed_worker(tmp_path, m
     namespace): its threads must start there, and give the digest the parent computes on one thread."""
     from amdkv.verify import os_sandbox, output_spill
     from amdkv.verify.sandbox import run_python_module, with_package_on_path
+    from sandbox_support import require_sandbox_parts
 
-    applied = set(os_sandbox.capabilities().get("applied", []))
-    missing = [p for p in (os_sandbox.SECCOMP, os_sandbox.LANDLOCK_FS) if p not in applied]
-    if missing:
-        pytest.skip(f"this machine's kernel does not apply {', '.join(missing)} (amdkv env)")
+    require_sandbox_parts(os_sandbox.SECCOMP, os_sandbox.LANDLOCK_FS)
     mods, work = tmp_path / "mods", tmp_path / "work"
     mods.mkdir()
     work.mkdir()

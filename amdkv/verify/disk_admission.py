@@ -125,9 +125,15 @@ def over_reservation(root: str, need_bytes: int) -> int:
     small to check). Why: admission is only as right as the writers' estimates, and a write that passed
     its reservation beside others is a short write somewhere else (session 23's `33_BatchNorm` on the H100
     failed so with no record of who wrote what); the verdict says it, so the next such failure has a name."""
+    return past_reservation(lambda: folder_bytes(root), need_bytes)
+
+
+def past_reservation(written: Callable[[], int], need_bytes: int) -> int:
+    """Bytes `written()` (asked only for a need worth checking) exceeds `need_bytes` and the slack by; 0
+    when within. The one rule for candidates' folders and references' files."""
     if need_bytes < CHECK_WRITTEN_ABOVE_BYTES:
         return 0
-    return max(0, folder_bytes(root) - need_bytes - OVER_RESERVATION_SLACK_BYTES)
+    return max(0, written() - need_bytes - OVER_RESERVATION_SLACK_BYTES)
 
 
 def candidate_file_need(sizes: list[int | None]) -> int | None:

@@ -21,8 +21,7 @@ from typing import Any
 from amdkv.config import VerifierConfig
 from amdkv.errors import HostOutOfMemory, InfrastructureError
 from amdkv.tasks.types import Task
-from amdkv.verify import disk_admission
-from amdkv.verify.disk_admission import ADMISSION, reference_disk_need
+from amdkv.verify.disk_admission import ADMISSION, past_reservation, reference_disk_need
 from amdkv.verify.disk_space import LOW_DISK_HINT, low_disk, verifier_paths
 from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
@@ -198,10 +197,11 @@ class ReferencesMixin:
         # the reference worker reads its task's folder (trusted code: a task may import what lies beside
         # it, as a benchmark task's program does) and writes only its cases' files and the shared caches
         writable = [refs[c.name]["tmp"] for c in cases] + list(compile_env.values())
+        need = self._reference_need(task, cases)
         try:
             # (free disk was checked when the verification started: Verifier.verify_now)
             try:
-                with self._reference_admission(task, cases):
+                with self._reference_admission(need):
                     report = self._run_reference_gated(task, jobs, compile_env, writable)
                 if report.fatal is not None and report.fatal.error_type == OutputWriteError.__name__:
                     # the machine's failure, whatever the disk says now (other writers may have freed it)
@@ -226,7 +226,7 @@ class ReferencesMixin:
                 files.write_report(crep)
                 r["report"] = crep
                 r["computed"] = True  # by this verification: its steps' seconds go into the verdict
-            self._note_reference_over_reservation(task, cases, refs)
+            self._note_reference_over_reservation(task, cases, refs, need)
         finally:
             for case in cases:  # what a failed run left in its cases' scratch folders (gone after success)
                 shutil.rmtree(refs[case.name]["tmp"], ignore_errors=True)
@@ -240,31 +240,34 @@ class ReferencesMixin:
         for ref in refs.values():
             if ref.get("computed"):
                 for name, seconds in ref["report"].phase_s.items():
-                    total[f"reference_{name}_s"] = round(total.get(f"reference_{name}_s", 0.0) + seconds, 3)
+                    key = f"reference_{name}_s"
+                    total[key] = round(total.get(key, 0.0) + seconds, 3)
             if ref.get("over_reservation"):
                 total["reference_disk_over_reservation_mib"] = round(ref["over_reservation"] / 2 ** 20, 3)
         return total
 
-    def _note_reference_over_reservation(self, task: Task, cases: list[Any], refs: dict[str, dict[str, Any]]) -> None:
+    @staticmethod
+    def _note_reference_over_reservation(task: Task, cases: list[Any], refs: dict[str, dict[str, Any]],
+                                         need: int) -> None:
         """Where the reference's files (inputs, expected outputs) take more than its disk reservation (the
         loader's meta-device size: `reference_disk_need`) plus the slack, say so on the first case's entry
-        and in the log: admission is only as right as that estimate (disk_admission.over_reservation)."""
-        need = reference_disk_need(task.metadata, len(task.cases), sum(self._trials_for(c) for c in cases))
-        if need < disk_admission.CHECK_WRITTEN_ABOVE_BYTES:
-            return
-        written = sum(os.stat(p).st_size for c in cases for p in (refs[c.name]["files"].inputs,
-                                                                   refs[c.name]["files"].expected))
-        over = written - need - disk_admission.OVER_RESERVATION_SLACK_BYTES
-        if over > 0:
+        and in the log: admission is only as right as that estimate (disk_admission.past_reservation)."""
+        over = past_reservation(lambda: sum(os.stat(p).st_size for c in cases
+                                            for p in (refs[c.name]["files"].inputs, refs[c.name]["files"].expected)),
+                                need)
+        if over:
             refs[cases[0].name]["over_reservation"] = over
-            _LOG.warning("task %s: the reference wrote %.2f GiB, %.2f GiB more than its disk reservation: "
-                         "verifications beside it may meet a full disk", task.id, written / 2 ** 30, over / 2 ** 30)
+            _LOG.warning("task %s: the reference wrote %.2f GiB more than its disk reservation (%.2f GiB): "
+                         "verifications beside it may meet a full disk", task.id, over / 2 ** 30, need / 2 ** 30)
 
-    def _reference_admission(self, task: Task, cases: list[Any]) -> contextlib.AbstractContextManager[Any]:
-        """Room on the cache's disk for the reference's files beside the candidates and references
-        running on this machine (disk_admission.py), when the task says how much it writes
-        (`reference_trial_bytes`); else nothing to wait for."""
-        need = reference_disk_need(task.metadata, len(task.cases), sum(self._trials_for(c) for c in cases))
+    def _reference_need(self, task: Task, cases: list[Any]) -> int:
+        """Bytes the reference run of `cases` writes, from the loader's size (0: the task does not say)."""
+        return reference_disk_need(task.metadata, len(task.cases), sum(self._trials_for(c) for c in cases))
+
+    def _reference_admission(self, need: int) -> contextlib.AbstractContextManager[Any]:
+        """Room on the cache's disk for the reference's files (`need`: `_reference_need`) beside the
+        candidates and references running on this machine (disk_admission.py), when the task says how
+        much it writes (`reference_trial_bytes`); else nothing to wait for."""
         if not need:
             return contextlib.nullcontext()
         return ADMISSION.admitted(str(self.config.cache_path), need, int(self.config.min_free_disk_gib * 2 ** 30),
