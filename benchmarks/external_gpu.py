@@ -195,21 +195,46 @@ def amdkv_side(report: Path, key: str) -> dict[str, Any] | None:
 
 def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
                only: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """`--amdkv-from`: the amdkv side of `key` as a finished call measured it (its external_gpu.json),
-    with the reference candidates rebuilt from the suite, so that this call runs only the harness
-    side (a call whose harness phase was cut keeps its amdkv verdicts; device time is scarce). The
-    same suite and shard or nothing: a mismatch is an error, not a silent mix."""
+    """`--amdkv-from`: the amdkv side of `key` as finished calls measured it (an external_gpu.json, one
+    call's or a merge), with the reference candidates rebuilt from the suite, so that this call runs
+    only the harness side (a call whose harness phase was cut keeps its amdkv verdicts; device time is
+    scarce). The same suite, and a verdict for every task of this call's shard (or `--task`s), or
+    nothing: a mismatch is an error, not a silent mix.
+
+    A report of more tasks than this call's (a whole level merged from quarters and a call for what
+    they left, session 24) gives only this call's rows (`carried_subset`): a harness call per quarter
+    runs against the one merged report."""
     from amdkv.evaluation.reference_samples import reference_samples
 
     entry = amdkv_side(previous, key)
     if not entry:
         raise SystemExit(f"--amdkv-from {previous}: no amdkv side of {key!r} in it")
-    wanted = f"{shard[0]}/{shard[1]}"
-    if entry.get("spec") != spec or entry.get("shard", "0/1") != wanted:
-        raise SystemExit(f"--amdkv-from {previous}: its {key} side is {entry.get('spec')} shard {entry.get('shard')}, "
-                         f"this call's is {spec} shard {wanted}: run with the same checkout paths and --shard")
-    lines, _ = reference_samples(shard_tasks(spec, shard, only))
-    return {**entry, "from_call": str(previous), "reference_candidates": candidates_by_task(lines)}
+    if entry.get("spec") != spec:
+        raise SystemExit(f"--amdkv-from {previous}: its {key} side is {entry.get('spec')}, this call's is {spec}: "
+                         "run with the same checkout paths")
+    tasks = shard_tasks(spec, shard, only)
+    rows = entry.get("tasks") or {}
+    unjudged = sorted(t.id for t in tasks if t.id not in rows or rows[t.id].get("reason") == NOT_STARTED_BEFORE_DEADLINE)
+    if unjudged:
+        raise SystemExit(f"--amdkv-from {previous}: {len(unjudged)} task(s) of {spec} shard {shard[0]}/{shard[1]} "
+                         f"have no verdict there ({', '.join(unjudged[:5])}{' ...' if len(unjudged) > 5 else ''}): "
+                         "run their amdkv side first (--skip-done that report), or pass the report of the same "
+                         "--shard")
+    lines, _ = reference_samples(tasks)
+    side = carried_subset(entry, {t.id for t in tasks}) if len(rows) > len(tasks) else entry
+    return {**side, "from_call": str(previous), "reference_candidates": candidates_by_task(lines)}
+
+
+def carried_subset(entry: dict[str, Any], ids: set[str]) -> dict[str, Any]:
+    """`entry` (an amdkv side) restricted to the tasks `ids`: their rows as they stand, counts from those
+    rows; no seconds and no rate, which were the whole report's (its calls ran these tasks among others).
+    A later `--rerender` with the whole report drops such a side as already there (merge_amdkv)."""
+    rows = {t: r for t, r in entry["tasks"].items() if t in ids}
+    return {**entry, "tasks": rows, "n_tasks": len(rows), "seconds": None, "per_minute": None, "load_s": None,
+            "status_counts": dict(collections.Counter(r.get("status") for r in rows.values())),
+            "verified": sum(1 for r in rows.values() if r.get("reason") != NOT_STARTED_BEFORE_DEADLINE),
+            "no_reference": [], "one_at_a_time": sorted(set(entry.get("one_at_a_time") or []) & ids),
+            "subset_of": f"{len(entry['tasks'])} tasks of {entry.get('shard', '0/1')}"}
 
 
 def not_done(previous: Path | None, key: str, spec: str, shard: tuple[int, int],
@@ -582,6 +607,8 @@ def markdown(report: dict[str, Any]) -> str:
                 "statuses " + ", ".join(f"{k} {v}" for k, v in (a["status_counts"] or {}).items())
                 + (f" (**from an earlier call**, {a['from_call']}: the two sides' times are not of one call)"
                    if a.get("from_call") else "")
+                + (f" (this call's tasks of a report of {a['subset_of']}: its times are the whole report's, "
+                   "not given here)" if a.get("subset_of") else "")
                 + (f"; {len(a['one_at_a_time'])} with the largest inputs "
                    + ("one at a time" if (a.get("solo_jobs") or 1) == 1 else f"{a['solo_jobs']} at a time")
                    + ", after the others" if a.get("one_at_a_time") else ""),
@@ -648,7 +675,10 @@ def merge_amdkv(parts: list[dict[str, Any]], later_replaces: bool = False) -> di
     for part in parts:
         if not any(part["tasks"] == seen["tasks"] for seen in distinct):
             distinct.append(part)
-    parts = distinct
+    # a side carried by a harness call as a part of a larger report (carried_subset) adds nothing beside
+    # that report, whose rows and times stand
+    parts = [p for p in distinct if not (p.get("subset_of") and any(
+        q is not p and all(q["tasks"].get(t) == r for t, r in p["tasks"].items()) for q in distinct))]
     tasks: dict[str, Any] = {}
     for part in parts:
         twice = sorted(set(tasks) & set(part["tasks"]))

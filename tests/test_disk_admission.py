@@ -72,6 +72,52 @@ def test_one_alone_runs_whatever_its_need(tmp_path):
     assert not _reservations(tmp_path), "a reservation outlived its run"
 
 
+def test_reclaim_is_asked_for_what_no_waiting_can_bring(tmp_path):
+    """`reclaim` (the reference cache's unused entries) is asked, alone, for the whole shortfall; beside a
+    running candidate, only for what even its reservation given back would not cover; and not again
+    while the ledger is unchanged (a waiter would otherwise walk the cache every poll)."""
+    disk = {"free": 100}
+    asked: list[int] = []
+
+    def reclaim(short: int) -> int:
+        asked.append(short)
+        disk["free"] += short
+        return short
+
+    admission = DiskAdmission(free=lambda _: disk["free"], root=tmp_path / "ledger")
+    with admission.admitted(str(tmp_path), 150, 10, reclaim=reclaim):
+        assert asked == [60]  # 150 + floor 10 - 100 free
+        assert _reservations(tmp_path)
+    asked.clear()
+    disk["free"] = 100
+    with admission.admitted(str(tmp_path), 30, 0):  # a running one: 30 reserved
+        with pytest.raises(TimeoutError):  # 150 does not fit 100 - 30, and reclaim frees nothing here
+            _admit_within(admission, tmp_path, need=150, reclaim=lambda s: asked.append(s) or 0, seconds=2.5)
+    assert asked == [150 - 100 - 30], asked  # once over ~2 polls: what 100 free + 30 given back lacks
+    asked.clear()
+    with admission.admitted(str(tmp_path), 60, 0, reclaim=lambda s: asked.append(s) or 0):
+        pass
+    assert asked == [], "reclaim asked while the need fits"
+
+
+def _admit_within(admission: DiskAdmission, tmp_path, need: int, reclaim, seconds: float) -> None:
+    """Ask for `need` in a thread; TimeoutError when not admitted within `seconds` (the thread is cancelled)."""
+    stop = threading.Event()
+    admitted = threading.Event()
+
+    def ask() -> None:
+        with admission.admitted(str(tmp_path), need, 0, cancelled=stop.is_set, reclaim=reclaim):
+            admitted.set()
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    ok = admitted.wait(seconds)
+    stop.set()
+    thread.join(timeout=10)
+    if not ok:
+        raise TimeoutError
+
+
 def test_a_cancelled_verifier_stops_waiting(tmp_path):
     admission = _admission(tmp_path, 0)
     cancel = threading.Event()
@@ -287,3 +333,60 @@ def test_a_verdict_says_when_its_candidate_wrote_past_its_reservation(tmp_path, 
     assert plain.status == within.status == short.status == "ok"
     assert "disk_over_reservation_mib" not in plain.timings and "disk_over_reservation_mib" not in within.timings
     assert short.timings.get("disk_over_reservation_mib", 0) > 0.1, short.timings  # its outputs file
+
+
+def test_the_reference_cache_gives_up_old_entries_for_a_candidate_that_does_not_fit(tmp_path, monkeypatch):
+    """A real verifier on `cpu`: l1_relu's references stay cached (no cap set), then l1_softmax's candidate
+    runs alone on a disk with no room while they are there (the stand-in: free space 0 until l1_relu's
+    entries are gone). Its admission removes them, not its own, and says so in the verdict
+    (`disk_reclaimed_mib`); the verdict is `ok`. On the H100 (2026-12-06) KernelBench's 38_L1Norm_ met a
+    full disk this way beside 15 GiB of earlier problems' references."""
+    from amdkv.verify.reference_cache import refs_root
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(cache))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    relu, softmax = load_task(task_path("l1_relu")), load_task(task_path("l1_softmax"))
+
+    def entries() -> set[str]:
+        return {p.name for p in refs_root(cache).glob("*/*") if p.is_dir() and not p.name.startswith(".")}
+
+    with Verifier("cpu", jobs=1, trials=1, verdict_cache=False, compile_baseline=False, min_free_disk_gib=0) as verifier:
+        first = verifier.verify(relu, Candidate(solution_path("l1_relu", "triton").read_text()))
+        old = entries()
+        monkeypatch.setattr(disk_admission.ADMISSION, "_free", lambda _: 0 if old & entries() else 10 ** 12)
+        second = verifier.verify(softmax, Candidate(solution_path("l1_softmax", "triton").read_text()))
+    assert first.status == second.status == "ok", (second.status, second.reason, second.diagnostics[:500])
+    assert old and not (old & entries()) and entries(), "the old entries stay, or the candidate's own went"
+    assert second.timings.get("disk_reclaimed_mib", 0) > 0, second.timings
+    assert "disk_reclaimed_mib" not in first.timings
+
+
+def test_a_nearly_full_disk_gives_up_unused_references_before_a_verification(tmp_path, monkeypatch):
+    """The free-disk guard at a verification's start (min_free_disk_gib) first removes the reference
+    cache's unused entries, then looks again: the verdict is `ok`, not `infra_error`/disk nearly full.
+    The stand-in: shutil.disk_usage reports 0 bytes free while l1_relu's old entries are there (this
+    process only: the workers are real subprocesses and see the real disk)."""
+    import shutil
+    from collections import namedtuple
+
+    from amdkv.verify.reference_cache import refs_root
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AMDKV_CACHE_DIR", str(cache))
+    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
+    relu, softmax = load_task(task_path("l1_relu")), load_task(task_path("l1_softmax"))
+
+    def entries() -> set[str]:
+        return {p.name for p in refs_root(cache).glob("*/*") if p.is_dir() and not p.name.startswith(".")}
+
+    real = shutil.disk_usage
+    usage = namedtuple("usage", "total used free")
+    with Verifier("cpu", jobs=1, trials=1, verdict_cache=False, compile_baseline=False, min_free_disk_gib=1) as verifier:
+        verifier.verify(relu, Candidate(solution_path("l1_relu", "triton").read_text()))
+        old = entries()
+        monkeypatch.setattr(shutil, "disk_usage",
+                            lambda path: usage(10 ** 12, 10 ** 12, 0) if old & entries() else real(path))
+        verdict = verifier.verify(softmax, Candidate(solution_path("l1_softmax", "triton").read_text()))
+    assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[:500])
+    assert old and not (old & entries())

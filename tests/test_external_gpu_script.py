@@ -55,10 +55,30 @@ def test_script_on_cpu_writes_tables_and_json(tmp_path: Path) -> None:
     taken = json.loads((tmp_path / "again" / "external_gpu.json").read_text())["benchmarks"]["tbg"]["amdkv"]
     assert taken["tasks"] == tbg["amdkv"]["tasks"] and taken["from_call"] == str(out / "external_gpu.json")
     assert "from an earlier call" in (tmp_path / "again" / "external_gpu.md").read_text()
-    other_shard = subprocess.run([sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out",
-                                  str(tmp_path / "bad"), *args, "--shard", "1/2"], capture_output=True, text=True,
-                                 timeout=600, cwd=tmp_path)
-    assert other_shard.returncode != 0 and "shard 1/2" in other_shard.stderr and "same checkout paths" in other_shard.stderr
+    # a report of more tasks than the call's (a whole level merged, a call per quarter) gives that call's rows
+    half = subprocess.run([sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out",
+                           str(tmp_path / "half"), *args, "--shard", "1/2"], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert half.returncode == 0, half.stderr[-3000:]
+    carried = json.loads((tmp_path / "half" / "external_gpu.json").read_text())["benchmarks"]["tbg"]["amdkv"]
+    assert len(carried["tasks"]) == 1 and carried["subset_of"] == "2 tasks of 0/1" and carried["seconds"] is None
+    (tid, row), = carried["tasks"].items()
+    assert row == tbg["amdkv"]["tasks"][tid]
+    # merged back with the whole report, the carried part adds nothing: the whole report's rows and times stand
+    merged = json.loads(subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out", str(tmp_path / "merged"), "--rerender",
+         str(out / "external_gpu.json"), str(tmp_path / "half" / "external_gpu.json")], capture_output=True, text=True,
+        timeout=600, cwd=tmp_path, check=True) and (tmp_path / "merged" / "external_gpu.json").read_text())
+    assert merged["benchmarks"]["tbg"]["amdkv"]["tasks"] == tbg["amdkv"]["tasks"]
+    assert merged["benchmarks"]["tbg"]["amdkv"]["seconds"] == tbg["amdkv"]["seconds"]
+    # a report without a verdict for one of the call's tasks is refused, naming it
+    lacking = json.loads((out / "external_gpu.json").read_text())
+    del lacking["benchmarks"]["tbg"]["amdkv"]["tasks"][tid]
+    (tmp_path / "lacking.json").write_text(json.dumps(lacking))
+    refused = subprocess.run([sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out",
+                              str(tmp_path / "bad"), *args[:-1], str(tmp_path / "lacking.json"), "--shard", "1/2"],
+                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert refused.returncode != 0 and tid in refused.stderr and "no verdict there" in refused.stderr, refused.stderr[-2000:]
 
 
 def test_harness_runner_budget_timeout_and_comparison(tmp_path: Path) -> None:

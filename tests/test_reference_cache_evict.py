@@ -135,3 +135,23 @@ def test_concurrent_verifications_under_a_zero_cap_all_judge_their_own_reference
     assert [v.status for v in verdicts] == ["ok"] * len(ids) * 2, [(v.task_id, v.status, v.reason) for v in verdicts]
     assert runs >= len(ids), "each task's references were computed at least once"
     assert len(entries(cache)) < 2 * len(ids), "the zero cap evicted nothing"
+
+
+def test_make_room_frees_what_is_short_oldest_first_and_never_a_held_entry(tmp_path):
+    """reference_cache.make_room, disk admission's `reclaim`: least recently used entries nobody holds go
+    until the shortfall is freed, and no more; a held entry stays however old."""
+    from amdkv.verify.reference_cache import make_room
+
+    hour = 3600.0
+    fake_entry(tmp_path, "aa0001", 1000, 4 * hour)
+    fake_entry(tmp_path, "aa0002", 1000, 3 * hour)
+    fake_entry(tmp_path, "bb0003", 1000, 2 * hour)
+    fake_entry(tmp_path, "bb0004", 1000, 1 * hour)
+    held = Leases()
+    held.take(CaseFiles("aa0001", tmp_path))
+    removed = make_room(tmp_path, 1500)  # two entries' worth: the held oldest is passed over
+    assert [k for k, _ in removed] == ["aa0002", "bb0003"], removed
+    assert entries(tmp_path) == {"aa0001", "bb0004"}
+    assert make_room(tmp_path, 0) == [] and make_room(tmp_path / "none", 10 ** 9) == []
+    assert [k for k, _ in make_room(tmp_path, 10 ** 9)] == ["bb0004"], "all it can, when short of more"
+    held.release()

@@ -11,7 +11,11 @@ caller get it.
 The rule: a candidate is admitted when the free space of its folder's file system, less what the
 candidates admitted before it have reserved and less the `min_free_disk_gib` floor, holds its need;
 or when no other candidate on that file system is admitted (alone, it runs: it fits, or the free-disk
-guard and the short-write handling say so as before). Its need is its references' expected-outputs
+guard and the short-write handling say so as before). Before either, where even every running
+candidate's reservation given back would not make room, the reference cache's entries nobody uses are
+removed, least recently used first, for the rest (`reclaim`, since session 24: a cap, where one is set,
+is kept only before a reference is added, and a KernelBench problem that needed 56 of the H100's 64 GiB met
+a full disk beside 15 GiB of earlier problems' references, under the script's 16-GiB cap). Its need is its references' expected-outputs
 files (`candidate_disk_need`): every trial's outputs and their goldens, about what its five checked
 calls write without goldens; or, where more, those calls' outputs counted from the reference's
 `output_bytes` (since session 23: at one trial the expected file can be the smaller). Reservations are the machine's, per user: every amdkv process keeps them
@@ -266,14 +270,28 @@ class DiskAdmission:
 
     @contextlib.contextmanager
     def admitted(self, folder: str, need_bytes: int, floor_bytes: int,
-                 cancelled: Callable[[], bool] = lambda: False) -> Iterator[float]:
-        """Inside: the candidate's run and judging. Yields the seconds it waited (0.0 at once)."""
+                 cancelled: Callable[[], bool] = lambda: False,
+                 reclaim: Callable[[int], int] | None = None) -> Iterator[float]:
+        """Inside: the candidate's run and judging. Yields the seconds it waited (0.0 at once).
+
+        `reclaim(short_bytes) -> bytes freed`: space that is not a running candidate's and can be given
+        up (the reference cache's unused entries, `ReferencesMixin.reclaimer`). Asked for the part of the
+        need no waiting can bring: what the free space plus every live reservation (all the running ones
+        could give back) still lacks; alone, that is the whole shortfall. Asked again only after the
+        ledger changed, so a waiter does not walk the cache every poll."""
         ledger = self._ledger(os.stat(folder).st_dev)
         t0 = time.monotonic()
+        asked_at: tuple[int, int] | None = None  # the ledger's (reserved, running) when reclaim was last asked
         while True:
             with ledger.locked():
                 reserved, running = ledger.live()
-                if not running or cancelled() or self._free(folder) - reserved - floor_bytes >= need_bytes:
+                free = self._free(folder)
+                beyond_waiting = need_bytes + floor_bytes - free - reserved
+                if reclaim is not None and beyond_waiting > 0 and asked_at != (reserved, running):
+                    asked_at = (reserved, running)
+                    if reclaim(beyond_waiting):
+                        free = self._free(folder)
+                if not running or cancelled() or free - reserved - floor_bytes >= need_bytes:
                     reservation = ledger.reserve(need_bytes)
                     break
             with self._cond:

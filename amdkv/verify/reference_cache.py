@@ -181,7 +181,32 @@ def evict(cache_dir: str | os.PathLike[str], cap_bytes: int, *, now: float | Non
     return removed, total
 
 
+def make_room(cache_dir: str | os.PathLike[str], short_bytes: int) -> list[tuple[str, int]]:
+    """Remove least recently used reference entries nobody holds (`Leases`) until `short_bytes` are
+    freed, or none is left to remove. Returns [(entry key, bytes)] removed.
+
+    Why: disk admission (disk_admission.py) waits for the space running verifications will give back,
+    but the cache's finished entries give nothing back by themselves: they stay (under the cap, where one
+    is set: `evict` before each new reference). On the H100 (2026-12-06) KernelBench's `38_L1Norm_` ran
+    alone with 15 GiB of earlier problems' references still cached (under external_gpu's 16-GiB cap),
+    needed 56 GiB (32 for its reference, 24 for its candidate's outputs) on a 64-GiB disk, and met a
+    full disk (`infra_error`). An evicted entry is recomputed to the same values when next
+    needed: making room costs time, never a verdict."""
+    root = refs_root(cache_dir)
+    if short_bytes <= 0 or not root.is_dir():
+        return []
+    entries = _entries_by_use(root)
+    total = sum(size for _, size, _ in entries)
+    return _evict_oldest(entries, total, total - short_bytes)[0]
+
+
 def _walk_and_evict(root: Path, cap_bytes: int) -> tuple[list[tuple[str, int]], int]:
+    entries = _entries_by_use(root)
+    return _evict_oldest(entries, sum(size for _, size, _ in entries), cap_bytes)
+
+
+def _entries_by_use(root: Path) -> list[tuple[float, int, Path]]:
+    """(last used, bytes, folder) of every entry under `root`."""
     entries: list[tuple[float, int, Path]] = []
     for entry in reference_entries(root):
         try:
@@ -190,7 +215,13 @@ def _walk_and_evict(root: Path, cap_bytes: int) -> tuple[list[tuple[str, int]], 
         except OSError:
             continue
         entries.append((used, folder_usage(entry)[0], entry))
-    total = sum(size for _, size, _ in entries)
+    return entries
+
+
+def _evict_oldest(entries: list[tuple[float, int, Path]], total: int,
+                  cap_bytes: int) -> tuple[list[tuple[str, int]], int]:
+    """Remove the least recently used of `entries` (holding `total` bytes) nobody holds until at most
+    `cap_bytes` are left: ([(entry key, bytes)] removed, bytes left)."""
     removed: list[tuple[str, int]] = []
     for _, size, entry in sorted(entries, key=lambda e: e[0]):
         if total <= cap_bytes:

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from amdkv.config import VerifierConfig
 from amdkv.errors import HostOutOfMemory, InfrastructureError
@@ -27,7 +27,7 @@ from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.host_oom import HOST_OOM_HINT
 from amdkv.verify.pool import Spare, gpu_lock_key
-from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, touch
+from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, make_room, refs_root, touch
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.worker_protocol import (OutputWriteError, ProtocolError, ReferenceCaseJob, ReferenceCaseReport,
@@ -92,6 +92,12 @@ def _reference_lock(key: tuple) -> threading.Lock:
     """One lock per (task, device, settings) in this process, shared by every Verifier in it."""
     with _REFERENCE_LOCKS_GUARD:
         return _REFERENCE_LOCKS.setdefault(key, threading.Lock())
+
+
+def add_reclaimed(timings: dict[str, float], freed: int) -> None:
+    """Add `freed` bytes of reference cache removed to make room (`ReferencesMixin.reclaimer`) to a
+    verdict's `disk_reclaimed_mib`: the reference's admission and the candidate's add to one figure."""
+    timings["disk_reclaimed_mib"] = round(timings.get("disk_reclaimed_mib", 0.0) + freed / 2 ** 20, 3)
 
 
 class ReferencesMixin:
@@ -201,7 +207,8 @@ class ReferencesMixin:
         try:
             # (free disk was checked when the verification started: Verifier.verify_now)
             try:
-                with self._reference_admission(need):
+                first = refs[cases[0].name]
+                with self._reference_admission(need, lambda n: first.update(reclaimed=first.get("reclaimed", 0) + n)):
                     report = self._run_reference_gated(task, jobs, compile_env, writable)
                 if report.fatal is not None and report.fatal.error_type == OutputWriteError.__name__:
                     # the machine's failure, whatever the disk says now (other writers may have freed it)
@@ -235,7 +242,8 @@ class ReferencesMixin:
     def computed_reference_timings(refs: dict[str, dict[str, Any]]) -> dict[str, float]:
         """Verdict timings from the cases this verification computed (none when every case came from the
         cache): `reference_<step>_s`, the reference worker's steps (worker_protocol.REFERENCE_PHASES),
-        summed; and `reference_disk_over_reservation_mib` where its files passed its disk reservation."""
+        summed; `reference_disk_over_reservation_mib` where its files passed its disk reservation; and
+        `disk_reclaimed_mib`, the reference cache's entries removed to make room for it (`reclaimer`)."""
         total: dict[str, float] = {}
         for ref in refs.values():
             if ref.get("computed"):
@@ -244,6 +252,8 @@ class ReferencesMixin:
                     total[key] = round(total.get(key, 0.0) + seconds, 3)
             if ref.get("over_reservation"):
                 total["reference_disk_over_reservation_mib"] = round(ref["over_reservation"] / 2 ** 20, 3)
+            if ref.get("reclaimed"):
+                add_reclaimed(total, ref["reclaimed"])
         return total
 
     @staticmethod
@@ -264,14 +274,37 @@ class ReferencesMixin:
         """Bytes the reference run of `cases` writes, from the loader's size (0: the task does not say)."""
         return reference_disk_need(task.metadata, len(task.cases), sum(self._trials_for(c) for c in cases))
 
-    def _reference_admission(self, need: int) -> contextlib.AbstractContextManager[Any]:
+    def _reference_admission(self, need: int, on_freed: Callable[[int], None]) -> contextlib.AbstractContextManager[Any]:
         """Room on the cache's disk for the reference's files (`need`: `_reference_need`) beside the
         candidates and references running on this machine (disk_admission.py), when the task says how
         much it writes (`reference_trial_bytes`); else nothing to wait for."""
         if not need:
             return contextlib.nullcontext()
-        return ADMISSION.admitted(str(self.config.cache_path), need, int(self.config.min_free_disk_gib * 2 ** 30),
-                                  cancelled=lambda: self._busy.cancelled)
+        folder = str(self.config.cache_path)
+        return ADMISSION.admitted(folder, need, int(self.config.min_free_disk_gib * 2 ** 30),
+                                  cancelled=lambda: self._busy.cancelled, reclaim=self.reclaimer(folder, on_freed))
+
+    def reclaimer(self, folder: str, on_freed: Callable[[int], None]) -> Callable[[int], int] | None:
+        """disk_admission's `reclaim` for a run writing under `folder`: the reference cache's entries no
+        verification holds, least recently used first (reference_cache.make_room), where the cache is on
+        `folder`'s file system (None elsewhere: removing them would free nothing there). `on_freed` gets
+        the bytes each removal freed (the verdict's `disk_reclaimed_mib`)."""
+        cache = self.config.cache_path
+        try:
+            if os.stat(cache).st_dev != os.stat(folder).st_dev:
+                return None
+        except OSError:
+            return None
+
+        def reclaim(short: int) -> int:
+            removed = make_room(cache, short)
+            freed = sum(size for _, size in removed)
+            if removed:
+                _LOG.info("disk short by %.2f GiB beyond what running verifications hold: removed %d unused "
+                          "reference cache entries (%.2f GiB)", short / 2 ** 30, len(removed), freed / 2 ** 30)
+                on_freed(freed)
+            return freed
+        return reclaim
 
     def _evict_references(self) -> None:
         """Keep the reference cache under `reference_cache_gib` (unset: no limit) before adding to it."""
@@ -287,8 +320,19 @@ class ReferencesMixin:
     def _check_disk(self, failure: ReferenceFailed | None = None) -> None:
         """InfrastructureError (infra_error, never remembered as the task's failure) when the cache
         or temp folder's disk is nearly full (disk_space.py): before each verification, and when a
-        reference failed (`failure`, the failure it probably caused, kept in the message)."""
-        low = low_disk(verifier_paths(self.config.cache_path), self.config.min_free_disk_gib)
+        reference failed (`failure`, the failure it probably caused, kept in the message). Before a
+        verification, a nearly full cache disk first gives up the reference entries nobody uses, least
+        recently used first, down to the floor (reference_cache.make_room): under a cap or none, finished
+        entries stay until then, and they are recomputed when needed."""
+        paths = verifier_paths(self.config.cache_path)
+        low = low_disk(paths, self.config.min_free_disk_gib)
+        if low and failure is None and refs_root(self.config.cache_path).is_dir():
+            short = int(self.config.min_free_disk_gib * 2 ** 30) - shutil.disk_usage(self.config.cache_path).free
+            removed = make_room(self.config.cache_path, short) if short > 0 else []
+            if removed:
+                _LOG.info("disk nearly full: removed %d unused reference cache entries (%.2f GiB)", len(removed),
+                          sum(n for _, n in removed) / 2 ** 30)
+                low = low_disk(paths, self.config.min_free_disk_gib)
         if low:
             cause = f"; the reference failed: {failure.message}" if failure is not None else ""
             raise InfrastructureError(low + cause, hint=LOW_DISK_HINT) from failure

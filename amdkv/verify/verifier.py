@@ -45,7 +45,7 @@ from amdkv.verify.program import (allowed_imports, candidate_part, program_findi
                                   program_text, trusted_first_line)
 from amdkv.verify.reference_cache import Leases
 from amdkv.verify.references import (BASE_SEED, INIT_SEED, REFERENCE_TIMEOUT, ReferenceFailed,  # noqa: F401
-                                     ReferencesMixin)
+                                     ReferencesMixin, add_reclaimed)
 from amdkv.verify.speed import SpeedMixin
 from amdkv.verify.verdict import (COMPILE_ERROR, HACK_DETECTED, INFRA_ERROR, MISMATCH, OK, UNVERIFIABLE,
                                   ArchResources, Verdict)
@@ -346,7 +346,8 @@ class Verifier(ReferencesMixin, JudgingMixin, SpeedMixin, LocalVerifier):
                     [str(r["files"].inputs) for r in refs.values()], spare.in_dir)
                 waited = held.enter_context(ADMISSION.admitted(
                     spare.workdir, need, int(self.config.min_free_disk_gib * 2 ** 30),
-                    cancelled=lambda: self._busy.cancelled))
+                    cancelled=lambda: self._busy.cancelled,
+                    reclaim=self.reclaimer(spare.workdir, lambda freed: add_reclaimed(v.timings, freed))))
                 if waited >= 0.01:
                     v.timings["disk_wait_s"] = round(waited, 3)
                 spare = self._spare_for_file_need(v, spare, candidate_file_need(sizes))
