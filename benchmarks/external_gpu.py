@@ -237,21 +237,24 @@ def carried_subset(entry: dict[str, Any], ids: set[str]) -> dict[str, Any]:
             "subset_of": f"{len(entry['tasks'])} tasks of {entry.get('shard', '0/1')}"}
 
 
-def not_done(previous: Path | None, key: str, spec: str, shard: tuple[int, int],
+def not_done(previous: Path | list[Path] | None, key: str, spec: str, shard: tuple[int, int],
              only: frozenset[str]) -> frozenset[str]:
-    """`--skip-done`: the shard's tasks (or `only`'s) that `previous` did not judge: no row, a row never
-    started before its budget, or an `infra_error` (the machine's failure: worth another run). An empty
-    `only` means the whole shard; a shard with nothing left is an error, not a run of everything."""
-    if previous is None:
+    """`--skip-done`: the shard's tasks (or `only`'s) that none of the `previous` reports judged: no row,
+    a row never started before its budget, or an `infra_error` (the machine's failure: worth another run).
+    Several reports: a call that goes on from a merge and the call after it, with no merge between the
+    two calls (the GPU machine goes back 30 s after a call). An empty `only` means the whole shard; a
+    shard with nothing left is an error, not a run of everything."""
+    if not previous:
         return only
-    rows = (amdkv_side(previous, key) or {}).get("tasks") or {}
-    judged = {t for t, r in rows.items() if r.get("status") != "infra_error"
-              and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE}
+    reports = previous if isinstance(previous, list) else [previous]
+    judged = {t for report in reports for t, r in ((amdkv_side(report, key) or {}).get("tasks") or {}).items()
+              if r.get("status") != "infra_error" and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE}
     ids = {t.id for t in shard_tasks(spec, shard, only)}
     left = frozenset(ids - judged)
+    named = " ".join(map(str, reports))
     if not left:
-        raise SystemExit(f"--skip-done {previous}: every task of {spec} shard {shard[0]}/{shard[1]} is judged there")
-    print(f"== {key}: {len(ids & judged)} task(s) judged in {previous}; {len(left)} to run", flush=True)
+        raise SystemExit(f"--skip-done {named}: every task of {spec} shard {shard[0]}/{shard[1]} is judged there")
+    print(f"== {key}: {len(ids & judged)} task(s) judged in {named}; {len(left)} to run", flush=True)
     return left
 
 
@@ -794,8 +797,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="amdkv: the references' cache folder (default: under this run's temp folder); on another "
                          "file system than the temp folder (/dev/shm on the GPU machine) the references and the "
                          "candidates' outputs each have a disk's room; deleted after each benchmark")
-    ap.add_argument("--skip-done", type=Path, default=None, metavar="EXTERNAL_GPU_JSON",
-                    help="amdkv: leave out the tasks this earlier report (one call's, or --rerender's merge) already "
+    ap.add_argument("--skip-done", type=Path, nargs="+", default=None, metavar="EXTERNAL_GPU_JSON",
+                    help="amdkv: leave out the tasks these earlier reports (a call's, or --rerender's merge) already "
                          "judged, so a shard cut short goes on where it stopped (not-started and infra_error rows "
                          "run again: merge a run that re-ran some with --rerender ... --later-replaces)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)

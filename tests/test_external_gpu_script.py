@@ -436,3 +436,7 @@ def test_skip_done_runs_only_what_an_earlier_report_did_not_judge(tmp_path: Path
     with pytest.raises(SystemExit, match="every task"):
         mod.not_done(report({ids[0]: ok, ids[1]: {"status": "mismatch", "reason": "values"}}), "kb", spec, (0, 1),
                      frozenset())
+    # several reports (a merge and the call after it): a task judged in any of them is done
+    assert mod.not_done([report({ids[0]: ok}), report({ids[1]: late})], "kb", spec, (0, 1), frozenset()) == {ids[1]}
+    with pytest.raises(SystemExit, match="every task"):
+        mod.not_done([report({ids[0]: ok, ids[1]: late}), report({ids[1]: ok})], "kb", spec, (0, 1), frozenset())
