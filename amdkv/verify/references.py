@@ -27,7 +27,7 @@ from amdkv.verify.gpu_memory import is_out_of_memory
 from amdkv.verify.gpu_specs import flush_bytes
 from amdkv.verify.host_oom import HOST_OOM_HINT
 from amdkv.verify.pool import Spare, gpu_lock_key
-from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, make_room, refs_root, touch
+from amdkv.verify.reference_cache import CaseFiles, Leases, case_key, evict, make_room, touch
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
 from amdkv.verify.worker_process import stderr_excerpt
 from amdkv.verify.worker_protocol import (OutputWriteError, ProtocolError, ReferenceCaseJob, ReferenceCaseReport,
@@ -293,14 +293,14 @@ class ReferencesMixin:
         try:
             if os.stat(cache).st_dev != os.stat(folder).st_dev:
                 return None
-        except OSError:
+        except OSError:  # no cache yet: nothing to remove
             return None
 
         def reclaim(short: int) -> int:
             removed = make_room(cache, short)
             freed = sum(size for _, size in removed)
             if removed:
-                _LOG.info("disk short by %.2f GiB beyond what running verifications hold: removed %d unused "
+                _LOG.info("disk short by %.2f GiB (beyond what running verifications hold): removed %d unused "
                           "reference cache entries (%.2f GiB)", short / 2 ** 30, len(removed), freed / 2 ** 30)
                 on_freed(freed)
             return freed
@@ -326,12 +326,10 @@ class ReferencesMixin:
         entries stay until then, and they are recomputed when needed."""
         paths = verifier_paths(self.config.cache_path)
         low = low_disk(paths, self.config.min_free_disk_gib)
-        if low and failure is None and refs_root(self.config.cache_path).is_dir():
+        reclaim = self.reclaimer(str(self.config.cache_path), lambda freed: None) if low and failure is None else None
+        if reclaim is not None:
             short = int(self.config.min_free_disk_gib * 2 ** 30) - shutil.disk_usage(self.config.cache_path).free
-            removed = make_room(self.config.cache_path, short) if short > 0 else []
-            if removed:
-                _LOG.info("disk nearly full: removed %d unused reference cache entries (%.2f GiB)", len(removed),
-                          sum(n for _, n in removed) / 2 ** 30)
+            if short > 0 and reclaim(short):
                 low = low_disk(paths, self.config.min_free_disk_gib)
         if low:
             cause = f"; the reference failed: {failure.message}" if failure is not None else ""
