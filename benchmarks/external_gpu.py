@@ -188,9 +188,10 @@ def shard_tasks(spec: str, shard: tuple[int, int], only: frozenset[str] = frozen
     return [t for t in tasks if t.id in only]
 
 
-def amdkv_side(report: Path, key: str) -> dict[str, Any] | None:
-    """Benchmark `key`'s amdkv side in an earlier report (external_gpu.json, one call's or a merge), or None."""
-    return ((json.loads(report.read_text()).get("benchmarks") or {}).get(key) or {}).get("amdkv")
+def report_side(report: Path, key: str, side: str = "amdkv") -> dict[str, Any] | None:
+    """Benchmark `key`'s side ("amdkv" or "harness") in an earlier report (external_gpu.json, one call's or
+    a merge), or None."""
+    return ((json.loads(report.read_text()).get("benchmarks") or {}).get(key) or {}).get(side)
 
 
 def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
@@ -206,7 +207,7 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
     runs against the one merged report."""
     from amdkv.evaluation.reference_samples import reference_samples
 
-    entry = amdkv_side(previous, key)
+    entry = report_side(previous, key)
     if not entry:
         raise SystemExit(f"--amdkv-from {previous}: no amdkv side of {key!r} in it")
     if entry.get("spec") != spec:
@@ -238,24 +239,29 @@ def carried_subset(entry: dict[str, Any], ids: set[str]) -> dict[str, Any]:
 
 
 def not_done(previous: Path | list[Path] | None, key: str, spec: str, shard: tuple[int, int],
-             only: frozenset[str]) -> frozenset[str]:
-    """`--skip-done`: the shard's tasks (or `only`'s) that none of the `previous` reports judged: no row,
-    a row never started before its budget, or an `infra_error` (the machine's failure: worth another run).
-    Several reports: a call that goes on from a merge and the call after it, with no merge between the
-    two calls (the GPU machine goes back 30 s after a call). An empty `only` means the whole shard; a
-    shard with nothing left is an error, not a run of everything."""
+             only: frozenset[str], side: str = "amdkv") -> frozenset[str]:
+    """`--skip-done`: the shard's tasks (or `only`'s) that none of the `previous` reports judged on this
+    call's `side`. amdkv's: no row, a row never started before its budget, or an `infra_error` (the
+    machine's failure: worth another run). The harness's (a harness-only call, `--amdkv-from`): no row,
+    or a job never started before its budget (`not_run`); a job past the per-job limit ran, and runs the
+    same again. Several reports: a call that goes on from a merge and the call after it, with no merge
+    between the two calls (the GPU machine goes back 30 s after a call). An empty `only` means the whole
+    shard; a shard with nothing left is an error, not a run of everything."""
     if not previous:
         return only
     reports = previous if isinstance(previous, list) else [previous]
-    judged = {t for report in reports for t, r in ((amdkv_side(report, key) or {}).get("tasks") or {}).items()
-              if r.get("status") != "infra_error" and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE}
+    judged = {t for report in reports for t, r in ((report_side(report, key, side) or {}).get("tasks") or {}).items()
+              if (not r.get("not_run") if side == "harness" else
+                  r.get("status") != "infra_error" and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE)}
     ids = {t.id for t in shard_tasks(spec, shard, only)}
     left = frozenset(ids - judged)
     named = " ".join(map(str, reports))
     if not left:
-        raise SystemExit(f"--skip-done {named}: every task of {spec} shard {shard[0]}/{shard[1]} is judged there")
-    print(f"== {key}: {len(ids & judged)} task(s) judged in {named}; {len(left)} to run", flush=True)
+        raise SystemExit(f"--skip-done {named}: every task of {spec} shard {shard[0]}/{shard[1]} is judged there "
+                         f"({side} side)")
+    print(f"== {key}: {len(ids & judged)} task(s) judged in {named} ({side} side); {len(left)} to run", flush=True)
     return left
+
 
 
 def candidates_by_task(lines: list[dict[str, Any]]) -> dict[str, str]:
@@ -798,9 +804,10 @@ def main(argv: list[str] | None = None) -> int:
                          "file system than the temp folder (/dev/shm on the GPU machine) the references and the "
                          "candidates' outputs each have a disk's room; deleted after each benchmark")
     ap.add_argument("--skip-done", type=Path, nargs="+", default=None, metavar="EXTERNAL_GPU_JSON",
-                    help="amdkv: leave out the tasks these earlier reports (a call's, or --rerender's merge) already "
-                         "judged, so a shard cut short goes on where it stopped (not-started and infra_error rows "
-                         "run again: merge a run that re-ran some with --rerender ... --later-replaces)")
+                    help="leave out the tasks these earlier reports (a call's, or --rerender's merge) already "
+                         "judged, so a shard cut short goes on where it stopped: amdkv's side (not-started and "
+                         "infra_error rows run again: merge a run that re-ran some with --rerender ... "
+                         "--later-replaces), or with --amdkv-from the harness's side (jobs not started run again)")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
     if args.rerender:
@@ -848,7 +855,8 @@ def main(argv: list[str] | None = None) -> int:
     for key, spec, policy, harness_root in plan:
         if args.amdkv_from:
             print(f"== {key}: amdkv's side from {args.amdkv_from} ({spec}, shard {shard[0]}/{shard[1]})", flush=True)
-            amdkv = amdkv_from(args.amdkv_from, key, spec, shard, only_tasks)
+            amdkv = amdkv_from(args.amdkv_from, key, spec, shard,
+                               not_done(args.skip_done, key, spec, shard, only_tasks, side="harness"))
         else:
             print(f"== {key}: amdkv ({spec}, policy {policy})", flush=True)
             amdkv = amdkv_phase(key, spec, work, policy=policy, device=args.device,

@@ -71,6 +71,19 @@ def test_script_on_cpu_writes_tables_and_json(tmp_path: Path) -> None:
         timeout=600, cwd=tmp_path, check=True) and (tmp_path / "merged" / "external_gpu.json").read_text())
     assert merged["benchmarks"]["tbg"]["amdkv"]["tasks"] == tbg["amdkv"]["tasks"]
     assert merged["benchmarks"]["tbg"]["amdkv"]["seconds"] == tbg["amdkv"]["seconds"]
+    # a harness-only call going on from an earlier one's harness rows runs only the jobs it never started
+    harness_rows = dict.fromkeys(tbg["amdkv"]["tasks"], {"ok": True, "exec": True})
+    harness_rows[tid] = {"ok": False, "not_run": "budget"}
+    first_harness = json.loads((out / "external_gpu.json").read_text())
+    first_harness["benchmarks"]["tbg"]["harness"] = {"tasks": harness_rows}
+    (tmp_path / "first_harness.json").write_text(json.dumps(first_harness))
+    going_on = subprocess.run([sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out",
+                               str(tmp_path / "going_on"), *args, "--skip-done", str(tmp_path / "first_harness.json")],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert going_on.returncode == 0, going_on.stderr[-3000:]
+    assert "(harness side); 1 to run" in going_on.stdout, going_on.stdout[-2000:]
+    rest = json.loads((tmp_path / "going_on" / "external_gpu.json").read_text())["benchmarks"]["tbg"]["amdkv"]
+    assert list(rest["tasks"]) == [tid] and rest["subset_of"] == "2 tasks of 0/1"
     # a report without a verdict for one of the call's tasks is refused, naming it
     lacking = json.loads((out / "external_gpu.json").read_text())
     del lacking["benchmarks"]["tbg"]["amdkv"]["tasks"][tid]
@@ -440,3 +453,11 @@ def test_skip_done_runs_only_what_an_earlier_report_did_not_judge(tmp_path: Path
     assert mod.not_done([report({ids[0]: ok}), report({ids[1]: late})], "kb", spec, (0, 1), frozenset()) == {ids[1]}
     with pytest.raises(SystemExit, match="every task"):
         mod.not_done([report({ids[0]: ok, ids[1]: late}), report({ids[1]: ok})], "kb", spec, (0, 1), frozenset())
+    # a harness-only call (--amdkv-from) goes on from the harness's rows: a job never started runs again, one
+    # past the per-job limit ran (and would run the same again)
+    harness = tmp_path / "harness.json"
+    harness.write_text(json.dumps({"benchmarks": {"kb": {"amdkv": {"tasks": {i: ok for i in ids}}, "harness": {
+        "tasks": {ids[0]: {"ok": True, "timeout": 180}, ids[1]: {"ok": False, "not_run": "budget"}}}}}}))
+    assert mod.not_done(harness, "kb", spec, (0, 1), frozenset(), side="harness") == {ids[1]}
+    with pytest.raises(SystemExit, match="every task"):
+        mod.not_done(harness, "kb", spec, (0, 1), frozenset())  # amdkv's side: both judged
