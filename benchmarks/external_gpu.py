@@ -199,8 +199,8 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
     """`--amdkv-from`: the amdkv side of `key` as finished calls measured it (an external_gpu.json, one
     call's or a merge), with the reference candidates rebuilt from the suite, so that this call runs
     only the harness side (a call whose harness phase was cut keeps its amdkv verdicts; device time is
-    scarce). The same suite, and a verdict for every task of this call's shard (or `--task`s), or
-    nothing: a mismatch is an error, not a silent mix.
+    scarce). The same suite, and a row for every task of this call's shard (or `--task`s; one never
+    started is compared with nothing), or nothing: a mismatch is an error, not a silent mix.
 
     A report of more tasks than this call's (a whole level merged from quarters and a call for what
     they left, session 24) gives only this call's rows (`carried_subset`): a harness call per quarter
@@ -215,12 +215,11 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
                          "run with the same checkout paths")
     tasks = shard_tasks(spec, shard, only)
     rows = entry.get("tasks") or {}
-    unjudged = sorted(t.id for t in tasks if t.id not in rows or rows[t.id].get("reason") == NOT_STARTED_BEFORE_DEADLINE)
-    if unjudged:
-        raise SystemExit(f"--amdkv-from {previous}: {len(unjudged)} task(s) of {spec} shard {shard[0]}/{shard[1]} "
-                         f"have no verdict there ({', '.join(unjudged[:5])}{' ...' if len(unjudged) > 5 else ''}): "
-                         "run their amdkv side first (--skip-done that report), or pass the report of the same "
-                         "--shard")
+    missing = sorted(t.id for t in tasks if t.id not in rows)
+    if missing:
+        raise SystemExit(f"--amdkv-from {previous}: {len(missing)} task(s) of {spec} shard {shard[0]}/{shard[1]} "
+                         f"have no row there ({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}): "
+                         "run their amdkv side first, or pass the report of the same --shard")
     lines, _ = reference_samples(tasks)
     side = carried_subset(entry, {t.id for t in tasks}) if len(rows) > len(tasks) else entry
     return {**side, "from_call": str(previous), "reference_candidates": candidates_by_task(lines)}

@@ -27,6 +27,11 @@
 #   learnwait  wait for learnbg's run (at most LEARNWAIT_S, default 540, and never past 15 s before CALL_S,
 #         the whole call's limit counted from this script's start, when set) and pack what it wrote so far
 #         (learning.json/png when it finished, else each arm's curve and SFT results, the log)
+#   extbg  external_gpu.py longer than one call, the way learnbg runs the learning run: from a private copy under
+#         /tmp/amdkv-extbg, budget EXTBG_S (default 1500), one run with EXT_FLAGS, or EXTBG_SCRIPT (a plan of
+#         several runs: benchmarks/plans/kb_level1_finish.sh); output under /tmp/amdkv-extbg/out
+#   extwait  wait for extbg's run (at most EXTWAIT_S, default 540, and never past 15 s before CALL_S) and pack
+#         what it wrote so far (reports, run folders with each verdict, harness rows, its log)
 #   tthr  SFT tokens/s against plain TRL, RL step split (benchmarks/train_throughput.py)
 #   dry   the 8B configs' memory dry run (benchmarks/train_dryrun.py)
 #   proc  procedural templated solutions verified (benchmarks/procedural_gpu.py)
@@ -72,8 +77,70 @@ mem_free() { free -g 2>/dev/null | awk '/^Mem:/ {print $7 "G"}'; }
        "free memory $(mem_free)"; } > "$SUMMARY"
 python3 -m amdkv.cli env --json > "$OUT/env.json" 2>&1
 
+# background runs (learnbg, extbg): one of each kind at a time, in /tmp/amdkv-<kind>, outliving the call
+# that starts them (the machine stays warm 30 s between calls: send the next call at once)
 LEARNBG=/tmp/amdkv-learnbg
-learnbg_alive() { [ -f "$LEARNBG/pid" ] && kill -0 "$(cat "$LEARNBG/pid")" 2>/dev/null; }
+EXTBG=/tmp/amdkv-extbg
+bg_alive() {  # bg_alive [DIR]: the run in DIR (default: any background run) is alive
+  local pidfile
+  for pidfile in "${1:-/tmp/amdkv-*bg}"/pid; do
+    [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && return 0
+  done
+  return 1
+}
+# the external benchmarks' checkouts (carried in .ext) and the arguments every `ext` run gets. Absolute
+# paths of this tree, also for an extbg run from its private copy: a suite spec names its checkout's path,
+# and --amdkv-from / --rerender refuse to mix reports of other paths (so calls after extbg carry no .ext:
+# a carried path is replaced, one not carried stays as it is)
+EXT_KERNELBENCH="${EXT_KERNELBENCH:-$PWD/.ext/KernelBench}" EXT_GEAK="${EXT_GEAK:-$PWD/.ext/GEAK-eval}"
+EXT_TRITONBENCH="${EXT_TRITONBENCH:-$PWD/.ext/TritonBench}"
+ext_args() { echo "--kernelbench $EXT_KERNELBENCH --geak-eval $EXT_GEAK --tritonbench $EXT_TRITONBENCH --harness-site /tmp/site --jobs 8"; }
+
+bg_start() {  # bg_start STEP DIR BUDGET_S CMD...: CMD from a private copy of the repo under DIR/repo (so the
+  # next call's copy of the working tree does not change files under it), in a session of its own, under
+  # timeout BUDGET_S (SIGINT, SIGKILL 20 s later); BG_DIR and BG_DEADLINE (epoch s) in its environment
+  local step=$1 dir=$2 budget=$3; shift 3
+  rm -rf "$dir" && mkdir -p "$dir/repo" "$OUT/$step"
+  tar -c --exclude=./.whl --exclude=./.whlgen --exclude=./.git --exclude=./.venv --exclude=./build --exclude="./$OUT" . \
+    | tar -x -C "$dir/repo"
+  # the redirections on the whole subshell, and `exec`: a subshell left holding this script's stdout kept
+  # the call's output pipe open as long as the run lived (2026-12-04: the call returned only at its 600-s
+  # limit); with exec, $! is the run's own pid
+  ( cd "$dir/repo" && PYTHONPATH="$dir/repo:$PYTHONPATH" BG_DIR="$dir" BG_DEADLINE=$(( $(date +%s) + budget )) \
+      exec setsid nohup timeout -s INT -k 20 "$budget" "$@" ) > "$dir/log.txt" 2>&1 < /dev/null &
+  echo $! > "$dir/pid"
+  echo "step $step: started pid $(cat "$dir/pid"), budget $budget s" | tee -a "$SUMMARY"
+  echo "started $(date -u +%T) budget $budget s: $*" > "$OUT/$step/started.txt"
+}
+
+bg_wait() {  # bg_wait DIR WAIT_S DONE_FILE: wait while DIR's run lives and DONE_FILE (if named) is not there,
+  # at most WAIT_S and never past 15 s before CALL_S (the whole call's limit from this script's start);
+  # prints finished / still running / ended without DONE_FILE
+  local dir=$1 wait_s=$2 done_file=$3 start
+  start=$(date +%s)
+  if [ -n "${CALL_S:-}" ] && [ $(( CALL_S - 15 - (start - CALL_START) )) -lt "$wait_s" ]; then
+    wait_s=$(( CALL_S - 15 - (start - CALL_START) ))
+  fi
+  while bg_alive "$dir" && { [ -z "$done_file" ] || [ ! -f "$done_file" ]; } && [ $(( $(date +%s) - start )) -lt "$wait_s" ]; do
+    sleep 5
+  done
+  if [ -n "$done_file" ] && [ -f "$done_file" ]; then echo finished
+  elif bg_alive "$dir"; then echo "still running"
+  elif [ -n "$done_file" ]; then echo "ended without $(basename "$done_file")"
+  else echo "finished (rc $(cat "$dir/rc" 2>/dev/null || echo unknown))"; fi
+}
+
+bg_collect() {  # bg_collect STEP DIR WAIT_S DONE_FILE LINES [FILE...]: bg_wait, then pack what the run wrote so far
+  # (DIR/out, its log, FILEs) into $OUT/STEP, and the log's last LINES lines into the summary
+  local step=$1 dir=$2 wait_s=$3 done_file=$4 lines=$5 start state; shift 5
+  mkdir -p "$OUT/$step"
+  start=$(date +%s)
+  state=$(bg_wait "$dir" "$wait_s" "$done_file")
+  cp -r "$dir/out/." "$OUT/$step/" 2>/dev/null
+  cp "$dir/log.txt" "$@" "$OUT/$step/" 2>/dev/null
+  echo "step $step: $state after $(( $(date +%s) - start )) s of waiting" | tee -a "$SUMMARY"
+  tail -n "$lines" "$dir/log.txt" >> "$SUMMARY" 2>/dev/null
+}
 
 run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
   local name=$1 limit=$2; shift 2
@@ -91,7 +158,7 @@ run_step() {  # run_step NAME LIMIT_S CMD...   (output -> $OUT/NAME/log.txt)
   awk 'NR == 1 || $2 < d {d = $2} NR == 1 || $3 < m {m = $3} END {if (NR) printf "step '"$name"': least free disk %.1f GiB, least available memory %.1f GiB (%d samples, 2 s apart)\n", d / 2^30, m / 2^20, NR}' "$OUT/$name/free.log" | tee -a "$SUMMARY"
   # sandboxed workers run in their own sessions: make sure none outlives its step (unless a learnbg
   # run is alive: its verifier's workers match the same pattern; the step's Python unwound its own)
-  learnbg_alive || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
+  bg_alive || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
   # the free disk after each step: the KernelBench reference phase of 2026-12-04 failed short writes
   # beside a learning run whose reference cache was not capped, with no record of the disk
   echo "step $name: rc=$rc in $(( $(date +%s) - start )) s (limit $limit s); free disk $(disk_free)" | tee -a "$SUMMARY"
@@ -106,8 +173,8 @@ run_step_tail() {  # run_step_tail NAME LIMIT_S LINES CMD...   (run_step, then t
 for step in $STEPS; do
   case "$step" in
     clean)
-      if learnbg_alive; then
-        echo "step clean: skipped, a learnbg run is alive (its files and workers are in use)" | tee -a "$SUMMARY"
+      if bg_alive; then
+        echo "step clean: skipped, a background run is alive (its files and workers are in use)" | tee -a "$SUMMARY"
       else
         # (CLEAN_KILL=0: the test suite's, whose other tests' workers run beside it)
         [ "${CLEAN_KILL:-1}" = 0 ] || pkill -9 -f 'amdkv[.]verify[.]' 2>/dev/null || true
@@ -140,35 +207,26 @@ for step in $STEPS; do
       run_step_tail learn "${LEARN_S:-560}" 12 python3 benchmarks/learning_run.py --out "$OUT/learn" \
         --budget-s "$(( ${LEARN_S:-560} - 30 ))" ${LEARN_FLAGS:-} ;;
     learnbg)
-      rm -rf "$LEARNBG" && mkdir -p "$LEARNBG/repo" "$OUT/learnbg"
-      tar -c --exclude=./.ext --exclude=./.whl --exclude=./.whlgen --exclude=./.git --exclude=./.venv --exclude=./build --exclude="./$OUT" . \
-        | tar -x -C "$LEARNBG/repo"
-      # the redirections on the whole subshell, and `exec`: a subshell left holding this script's stdout
-      # kept the call's output pipe open as long as the run lived (2026-12-04: the call returned only at
-      # its 600-s limit); with exec, $! is the run's own pid
-      ( cd "$LEARNBG/repo" && PYTHONPATH="$LEARNBG/repo:$PYTHONPATH" AMDKV_CACHE_DIR="$LEARNBG/cache" \
-          AMDKV_REFERENCE_CACHE_GIB="${LEARNBG_CACHE_GIB:-8}" exec setsid nohup \
-          timeout -s INT -k 20 "${LEARNBG_S:-1100}" python3 benchmarks/learning_run.py --out "$LEARNBG/out" \
-          --work "$LEARNBG/work" --budget-s "$(( ${LEARNBG_S:-1100} - 30 ))" ${LEARN_FLAGS:-} \
-        ) > "$LEARNBG/log.txt" 2>&1 < /dev/null &
-      echo $! > "$LEARNBG/pid"
-      echo "step learnbg: started pid $(cat "$LEARNBG/pid"), budget ${LEARNBG_S:-1100} s" | tee -a "$SUMMARY"
-      echo "started $(date -u +%T) budget ${LEARNBG_S:-1100} s flags ${LEARN_FLAGS:-}" > "$OUT/learnbg/started.txt" ;;
+      bg_start learnbg "$LEARNBG" "${LEARNBG_S:-1100}" env AMDKV_CACHE_DIR="$LEARNBG/cache" \
+        AMDKV_REFERENCE_CACHE_GIB="${LEARNBG_CACHE_GIB:-8}" python3 benchmarks/learning_run.py --out "$LEARNBG/out" \
+        --work "$LEARNBG/work" --budget-s "$(( ${LEARNBG_S:-1100} - 30 ))" ${LEARN_FLAGS:-} ;;
     learnwait)
-      mkdir -p "$OUT/learnwait"
-      start=$(date +%s)
-      wait_s=${LEARNWAIT_S:-540}
-      if [ -n "${CALL_S:-}" ] && [ $(( CALL_S - 15 - (start - CALL_START) )) -lt "$wait_s" ]; then
-        wait_s=$(( CALL_S - 15 - (start - CALL_START) ))
-      fi
-      while learnbg_alive && [ ! -f "$LEARNBG/out/learning.json" ] && [ $(( $(date +%s) - start )) -lt "$wait_s" ]; do
-        sleep 5
-      done
-      state=$( [ -f "$LEARNBG/out/learning.json" ] && echo finished || { learnbg_alive && echo "still running" || echo "ended without learning.json"; } )
-      cp -r "$LEARNBG/out/." "$OUT/learnwait/" 2>/dev/null
-      cp "$LEARNBG"/work/*.json "$LEARNBG/log.txt" "$OUT/learnwait/" 2>/dev/null
-      echo "step learnwait: $state after $(( $(date +%s) - start )) s of waiting" | tee -a "$SUMMARY"
-      tail -n 12 "$LEARNBG/log.txt" >> "$SUMMARY" 2>/dev/null ;;
+      bg_collect learnwait "$LEARNBG" "${LEARNWAIT_S:-540}" "$LEARNBG/out/learning.json" 12 "$LEARNBG"/work/*.json ;;
+    extbg)
+      # EXTBG_SCRIPT (a bash script of the repo, run with EXT_ARGS, BG_DIR and BG_DEADLINE set): several
+      # external_gpu.py runs one after another (benchmarks/plans/); else one run with EXT_FLAGS; output under
+      # $EXTBG/out either way
+      if [ -n "${EXTBG_SCRIPT:-}" ]; then
+        bg_start extbg "$EXTBG" "${EXTBG_S:-1500}" env EXT_ARGS="$(ext_args)" bash -c 'bash "$0"; echo $? > "$BG_DIR/rc"' \
+          "$EXTBG_SCRIPT"
+      else
+        bg_start extbg "$EXTBG" "${EXTBG_S:-1500}" bash -c 'python3 benchmarks/external_gpu.py --out "$BG_DIR/out" "$@"; echo $? > "$BG_DIR/rc"' \
+          external_gpu $(ext_args) ${EXT_FLAGS:-}
+      fi ;;
+    extwait)
+      # what the run wrote so far comes back every call (report, run folders with each verdict, harness rows):
+      # if the last call ends before the run, its harness rows rebuild the harness side (--rerender)
+      bg_collect extwait "$EXTBG" "${EXTWAIT_S:-540}" "" 30 ;;
     tthr)
       run_step_tail tthr "${TTHR_S:-300}" 8 python3 benchmarks/train_throughput.py --out "$OUT/tthr" ${TTHR_FLAGS:-} ;;
     dry)
@@ -181,8 +239,7 @@ for step in $STEPS; do
     fault)
       run_step_tail fault "${FAULT_S:-320}" 30 python3 benchmarks/fault_suite_gpu.py --out "$OUT/fault" ${FAULT_FLAGS:-} ;;
     ext)
-      run_step_tail ext "${EXT_S:-420}" 30 python3 benchmarks/external_gpu.py --out "$OUT/ext" --kernelbench .ext/KernelBench \
-        --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench --harness-site /tmp/site --jobs 8 ${EXT_FLAGS:-} ;;
+      run_step_tail ext "${EXT_S:-420}" 30 python3 benchmarks/external_gpu.py --out "$OUT/ext" $(ext_args) ${EXT_FLAGS:-} ;;
     gen)
       run_step_tail gen "${GEN_S:-400}" 12 python3 benchmarks/gen_gpu.py --out "$OUT/gen" \
         --total-s "$(( ${GEN_S:-400} - 30 ))" ${GEN_FLAGS:-} ;;
@@ -191,7 +248,7 @@ for step in $STEPS; do
         --geak-eval .ext/GEAK-eval --tritonbench .ext/TritonBench ${PROBE_FLAGS:-} ;;
     gs)
       run_step_tail gs "${GS_S:-240}" 10 python3 benchmarks/gen_speed.py --out "$OUT/gs" ${GS_FLAGS:-} ;;
-    *) echo "unknown step $step (refs adv fid tp hip hiplean hipsplit hipce learn learnbg learnwait tthr dry proc serve fault ext gen gs probe)" | tee -a "$SUMMARY"; continue ;;
+    *) echo "unknown step $step (refs adv fid tp hip hiplean hipsplit hipce learn learnbg learnwait tthr dry proc serve fault ext extbg extwait gen gs probe)" | tee -a "$SUMMARY"; continue ;;
   esac
   # caches (references, compiles, verdicts) and installed wheels (gen's site/) stay behind: large, not results
   tar -C "$OUT" --exclude='cache-*' --exclude='compile-cache' --exclude='build-cache' --exclude='refs' --exclude='site' -czf "$OUT/$step.tgz" "$step" \

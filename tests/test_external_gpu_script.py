@@ -91,7 +91,7 @@ def test_script_on_cpu_writes_tables_and_json(tmp_path: Path) -> None:
     refused = subprocess.run([sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--out",
                               str(tmp_path / "bad"), *args[:-1], str(tmp_path / "lacking.json"), "--shard", "1/2"],
                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert refused.returncode != 0 and tid in refused.stderr and "no verdict there" in refused.stderr, refused.stderr[-2000:]
+    assert refused.returncode != 0 and tid in refused.stderr and "no row there" in refused.stderr, refused.stderr[-2000:]
 
 
 def test_harness_runner_budget_timeout_and_comparison(tmp_path: Path) -> None:

@@ -1,10 +1,13 @@
 """benchmarks/gpu_check.sh on this machine. `learnbg`/`learnwait` (CPU, the learning run's --tiny
 plan): the run outlives the call that started it, the call's output pipe is released at once (on the
 H200, 2026-12-04, a subshell holding it kept a call open to its 600-s limit), and a later call
-collects what the run wrote. `clean`: what earlier calls left is removed, and what it freed is said."""
+collects what the run wrote. `extbg`/`extwait` the same for external_gpu.py, with the plan that finishes
+KernelBench level 1 (benchmarks/plans/kb_level1_finish.sh) run whole on our fixture files, on `cpu`.
+`clean`: what earlier calls left is removed, and what it freed is said."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,6 +44,36 @@ def test_a_background_learning_run_outlives_its_call_and_is_collected_later(tmp_
     with tarfile.open(tmp_path / "call2" / "learnwait.tgz") as tgz:
         names = {Path(n).name for n in tgz.getnames()}
     assert {"learning.json", "log.txt", "setup.json"} <= names, names
+
+
+def test_a_background_benchmark_plan_runs_its_steps_and_is_collected_later(tmp_path: Path) -> None:
+    """The plan's three steps for real on `cpu` with our KernelBench fixture (two problems): an earlier report
+    judged one, so step 1 runs the other alone, step 2 merges them (both `ok`), step 3 runs the harness
+    side against the merge (the harness's code is not in the fixtures: "unavailable", said per task)."""
+    data = REPO / "tests" / "data" / "external"
+    first = tmp_path / "first"
+    mod_args = [sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--device", "cpu", "--only", "kb",
+                "--kernelbench", str(data / "kernelbench"), "--budgets", "kb_harness=0"]
+    spec_tasks = subprocess.run(mod_args + ["--out", str(first), "--task", "level1/1_Tiny_add"], capture_output=True,
+                                text=True, timeout=600, cwd=tmp_path)
+    assert spec_tasks.returncode == 0, spec_tasks.stderr[-3000:]
+    env = {"EXT_KERNELBENCH": str(data / "kernelbench"), "EXT_GEAK": str(data / "rocm"),
+           "EXT_TRITONBENCH": str(data / "tritonbench"), "EXTBG_SCRIPT": "benchmarks/plans/kb_level1_finish.sh",
+           "KB_MERGED": str(first / "external_gpu.json"), "PLAN_FLAGS": "--device cpu", "EXTBG_S": "400"}
+    started, seconds = _gpu_check(tmp_path / "call1", "extbg", **env)
+    assert "step extbg: started" in started and seconds < 30, (seconds, started[-2000:])
+    collected, _ = _gpu_check(tmp_path / "call2", "extwait", EXTWAIT_S="400")
+    assert "step extwait: finished (rc 0)" in collected, collected[-3000:]
+    with tarfile.open(tmp_path / "call2" / "extwait.tgz") as tgz:
+        tgz.extractall(tmp_path / "back", filter="data")
+    back = tmp_path / "back" / "extwait"
+    one = json.loads((back / "amdkv" / "external_gpu.json").read_text())["benchmarks"]["kb"]["amdkv"]
+    merged = json.loads((back / "merged" / "external_gpu.json").read_text())["benchmarks"]["kb"]["amdkv"]
+    harness = json.loads((back / "harness" / "external_gpu.json").read_text())["benchmarks"]["kb"]
+    assert len(one["tasks"]) == 1 and "level1/1_Tiny_add" not in one["tasks"], one["tasks"].keys()
+    assert merged["status_counts"] == {"ok": 2} and len(merged["tasks"]) == 2
+    assert harness["amdkv"]["tasks"] == merged["tasks"] and "unavailable" in harness["harness"]
+    assert "plan step 3: rc 0" in (back / "log.txt").read_text()
 
 
 def _alive(pid: int) -> bool:

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# KernelBench level 1 to its end as one background run on the GPU machine (gpu_check.sh `extbg` with
+# EXTBG_SCRIPT=benchmarks/plans/kb_level1_finish.sh, then `extwait` call after call):
+#   1. amdkv's side of the problems KB_MERGED has not judged (the largest, one at a time: --skip-done);
+#   2. KB_MERGED and step 1 merged (--rerender --later-replaces: step 1's rows replace not-started ones);
+#   3. KernelBench's own harness over the whole level, smallest first, until the run's deadline
+#      (--amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a call before ran some).
+# Why one background run and not a call per step: a call's step must end inside the device tool's 10
+# minutes, so each call left ~100-150 s of budget unused for a large problem that might start at its end
+# (session 24: calls ended at 366-455 s of 560), and a cut step loses the verdict in flight. The run's
+# output comes back with every `extwait` (gpu_check.sh), each step in a folder of its own under
+# $BG_DIR/out: amdkv/, merged/, harness/.
+#
+# Environment: EXT_ARGS (checkouts, from gpu_check.sh), BG_DIR and BG_DEADLINE (epoch seconds, from
+# bg_start); KB_MERGED (the amdkv side so far), KB_HARNESS_DONE (reports whose harness rows to skip,
+# space-separated), KB_AMDKV_S (start budget of step 1, default 700), PLAN_FLAGS (added to every run:
+# `--device cpu` in the test).
+set -u
+MERGED="${KB_MERGED:-docs/results/2026-12-06-session24-h100/ext_kb_level1_merged.json}"
+OUTD="$BG_DIR/out"
+mkdir -p "$OUTD"
+left() { echo $(( BG_DEADLINE - $(date +%s) )); }
+min() { [ "$1" -lt "$2" ] && echo "$1" || echo "$2"; }
+# shellcheck disable=SC2086  # EXT_ARGS and PLAN_FLAGS are argument lists
+run() { python3 benchmarks/external_gpu.py "$@" ${PLAN_FLAGS:-}; }
+
+echo "== plan step 1: amdkv's side of what $MERGED has not judged ($(left) s left)"
+# shellcheck disable=SC2086
+run --out "$OUTD/amdkv" $EXT_ARGS --only kb --shard 0/1 --kb-jobs 2 \
+  --budgets "kb=$(min "${KB_AMDKV_S:-700}" $(( $(left) - 300 ))),kb_harness=0" --skip-done "$MERGED"
+echo "plan step 1: rc $?"
+
+AMDKV_SIDE="$MERGED"
+if [ -f "$OUTD/amdkv/external_gpu.json" ]; then
+  echo "== plan step 2: merge"
+  run --out "$OUTD/merged" --rerender "$MERGED" "$OUTD/amdkv/external_gpu.json" --later-replaces > /dev/null \
+    && AMDKV_SIDE="$OUTD/merged/external_gpu.json"
+  echo "plan step 2: amdkv side from $AMDKV_SIDE"
+fi
+
+echo "== plan step 3: KernelBench's harness ($(left) s left)"
+# the harness phase starts no job past its budget, and a job runs at most 180 s: it ends before the deadline
+# shellcheck disable=SC2086
+run --out "$OUTD/harness" $EXT_ARGS --only kb --shard 0/1 --amdkv-from "$AMDKV_SIDE" \
+  --budgets "kb_harness=$(( $(left) - 200 ))" ${KB_HARNESS_DONE:+--skip-done $KB_HARNESS_DONE}
+echo "plan step 3: rc $?"
