@@ -67,7 +67,7 @@ def verifier_paths(cache_dir: str | os.PathLike[str]) -> list[str | os.PathLike[
     return [cache_dir, tempfile.gettempdir()]
 
 
-LOW_DISK_HINT = ("free space there (`amdkv cache info` shows what the cache holds; `amdkv cache prune --refs-gib 0` "
-                 "removes every reference entry no running verification uses: they are recomputed; "
-                 "AMDKV_REFERENCE_CACHE_GIB caps them), point AMDKV_CACHE_DIR or TMPDIR at a larger disk, or lower "
-                 "AMDKV_MIN_FREE_DISK_GIB (0: no check)")
+LOW_DISK_HINT = ("free space there (`amdkv cache info` shows what the cache holds; the verifier has already removed "
+                 "the reference entries nobody was using where the cache shares that disk, so the rest is running "
+                 "verifications, the cache's compiled kernels and verdicts, or other files), point AMDKV_CACHE_DIR or "
+                 "TMPDIR at a larger disk, or lower AMDKV_MIN_FREE_DISK_GIB (0: no check)")

@@ -320,16 +320,17 @@ class ReferencesMixin:
     def _check_disk(self, failure: ReferenceFailed | None = None) -> None:
         """InfrastructureError (infra_error, never remembered as the task's failure) when the cache
         or temp folder's disk is nearly full (disk_space.py): before each verification, and when a
-        reference failed (`failure`, the failure it probably caused, kept in the message). Before a
-        verification, a nearly full cache disk first gives up the reference entries nobody uses, least
-        recently used first, down to the floor (reference_cache.make_room): under a cap or none, finished
-        entries stay until then, and they are recomputed when needed."""
+        reference failed (`failure`, the failure it probably caused, kept in the message). A nearly full
+        cache disk first gives up the reference entries nobody uses, least recently used first, down to
+        the floor (reference_cache.make_room): under a cap or none, finished entries stay until then, and
+        they are recomputed when needed. Before a verification the disk is then looked at again; after a
+        failed reference the failure stays the disk's (it met the full disk), and the room is for the next."""
         paths = verifier_paths(self.config.cache_path)
         low = low_disk(paths, self.config.min_free_disk_gib)
-        reclaim = self.reclaimer(str(self.config.cache_path), lambda freed: None) if low and failure is None else None
+        reclaim = self.reclaimer(str(self.config.cache_path), lambda freed: None) if low else None
         if reclaim is not None:
             short = int(self.config.min_free_disk_gib * 2 ** 30) - shutil.disk_usage(self.config.cache_path).free
-            if short > 0 and reclaim(short):
+            if short > 0 and reclaim(short) and failure is None:
                 low = low_disk(paths, self.config.min_free_disk_gib)
         if low:
             cause = f"; the reference failed: {failure.message}" if failure is not None else ""
