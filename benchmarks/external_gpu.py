@@ -225,13 +225,18 @@ def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
     return {**side, "from_call": str(previous), "reference_candidates": candidates_by_task(lines)}
 
 
+def status_counts(rows: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """{status: how many} of verdict rows (a report's amdkv side, or the verdicts of a phase)."""
+    return dict(collections.Counter(r.get("status") for r in rows.values()))
+
+
 def carried_subset(entry: dict[str, Any], ids: set[str]) -> dict[str, Any]:
     """`entry` (an amdkv side) restricted to the tasks `ids`: their rows as they stand, counts from those
     rows; no seconds and no rate, which were the whole report's (its calls ran these tasks among others).
     A later `--rerender` with the whole report drops such a side as already there (merge_amdkv)."""
     rows = {t: r for t, r in entry["tasks"].items() if t in ids}
     return {**entry, "tasks": rows, "n_tasks": len(rows), "seconds": None, "per_minute": None, "load_s": None,
-            "status_counts": dict(collections.Counter(r.get("status") for r in rows.values())),
+            "status_counts": status_counts(rows),
             "verified": sum(1 for r in rows.values() if r.get("reason") != NOT_STARTED_BEFORE_DEADLINE),
             "no_reference": [], "one_at_a_time": sorted(set(entry.get("one_at_a_time") or []) & ids),
             "subset_of": f"{len(entry['tasks'])} tasks of {entry.get('shard', '0/1')}"}
@@ -343,14 +348,14 @@ def amdkv_phase(name: str, spec: str, work: Path, *, policy: str, device: str, j
         shutil.rmtree(cache, ignore_errors=True)
     by_task = {r["task_id"]: r["verdict"] for r in records}
     started = [v for v in by_task.values() if v.get("reason") != NOT_STARTED_BEFORE_DEADLINE]
-    counts = collections.Counter(v.get("status") for v in by_task.values())
+    counts = status_counts(by_task)
     first = outcomes[0].metrics if outcomes else {}
     return {"spec": spec, "policy": policy, "n_tasks": len(tasks), "load_s": round(load_s, 2),
             "seconds": round(elapsed, 2), "verified": len(started), "cut": cut,
             "per_minute": round(60 * len(started) / elapsed, 2) if elapsed else None,
             "platform": first.get("platform") or next((v.get("platform") for v in by_task.values()), None),
             "device": first.get("device") or next((v.get("device") for v in by_task.values()), None),
-            "status_counts": dict(counts), "no_reference": missing,
+            "status_counts": counts, "no_reference": missing,
             "trials": trials, "shard": f"{shard[0]}/{shard[1]}",
             "one_at_a_time": sorted(x["task_id"] for x in solo), "solo_jobs": solo_jobs,
             "cache_dir": str(cache_dir) if cache_dir is not None else None,
@@ -696,7 +701,7 @@ def merge_amdkv(parts: list[dict[str, Any]], later_replaces: bool = False) -> di
                              "re-run of those tasks whose rows should stand")
         tasks.update(part["tasks"])
     if later_replaces:
-        counts = dict(collections.Counter(row["status"] for row in tasks.values()))
+        counts = status_counts(tasks)
         verified = len(tasks)
         no_reference = {t for p in parts for t in p.get("no_reference") or []} - set(tasks)
         n_tasks = len(tasks) + len(no_reference)

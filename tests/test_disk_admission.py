@@ -96,7 +96,7 @@ def test_reclaim_is_asked_for_what_no_waiting_can_bring(tmp_path):
     assert asked == [150 - 100 - 30], asked  # once over ~2 polls: what 100 free + 30 given back lacks
     asked.clear()
     with admission.admitted(str(tmp_path), 60, 0, reclaim=lambda s: asked.append(s) or 0):
-        pass
+        assert _reservations(tmp_path), "admitted without a reservation"
     assert asked == [], "reclaim asked while the need fits"
 
 
@@ -335,29 +335,40 @@ def test_a_verdict_says_when_its_candidate_wrote_past_its_reservation(tmp_path, 
     assert short.timings.get("disk_over_reservation_mib", 0) > 0.1, short.timings  # its outputs file
 
 
-def test_the_reference_cache_gives_up_old_entries_for_a_candidate_that_does_not_fit(tmp_path, monkeypatch):
-    """A real verifier on `cpu`: l1_relu's references stay cached (no cap set), then l1_softmax's candidate
-    runs alone on a disk with no room while they are there (the stand-in: free space 0 until l1_relu's
-    entries are gone). Its admission removes them, not its own, and says so in the verdict
-    (`disk_reclaimed_mib`); the verdict is `ok`. On the H100 (2026-12-06) KernelBench's 38_L1Norm_ met a
-    full disk this way beside 15 GiB of earlier problems' references."""
+def _old_entries_crowd_the_disk(tmp_path, monkeypatch, min_free_disk_gib: float, crowd):
+    """A real verifier on `cpu` verifies l1_relu (its references stay cached: no cap set), then
+    `crowd(gone)` installs the stand-in of a disk with no room until `gone()` (l1_relu's entries are no
+    longer there), then it verifies l1_softmax. Returns (first verdict, second verdict, l1_relu's entries,
+    the entries at the end)."""
     from amdkv.verify.reference_cache import refs_root
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(cache))
     monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
-    relu, softmax = load_task(task_path("l1_relu")), load_task(task_path("l1_softmax"))
 
     def entries() -> set[str]:
         return {p.name for p in refs_root(cache).glob("*/*") if p.is_dir() and not p.name.startswith(".")}
 
-    with Verifier("cpu", jobs=1, trials=1, verdict_cache=False, compile_baseline=False, min_free_disk_gib=0) as verifier:
-        first = verifier.verify(relu, Candidate(solution_path("l1_relu", "triton").read_text()))
+    with Verifier("cpu", jobs=1, trials=1, verdict_cache=False, compile_baseline=False,
+                  min_free_disk_gib=min_free_disk_gib) as verifier:
+        first = verifier.verify(load_task(task_path("l1_relu")), Candidate(solution_path("l1_relu", "triton").read_text()))
         old = entries()
-        monkeypatch.setattr(disk_admission.ADMISSION, "_free", lambda _: 0 if old & entries() else 10 ** 12)
-        second = verifier.verify(softmax, Candidate(solution_path("l1_softmax", "triton").read_text()))
+        crowd(lambda: not (old & entries()))
+        second = verifier.verify(load_task(task_path("l1_softmax")),
+                                 Candidate(solution_path("l1_softmax", "triton").read_text()))
+    return first, second, old, entries()
+
+
+def test_the_reference_cache_gives_up_old_entries_for_a_candidate_that_does_not_fit(tmp_path, monkeypatch):
+    """l1_softmax's candidate runs alone on a disk with no room while l1_relu's references are cached (the
+    stand-in: the admission's free space 0 until they are gone). Its admission removes them, not its own,
+    and says so in the verdict (`disk_reclaimed_mib`); the verdict is `ok`. On the H100 (2026-12-06)
+    KernelBench's 38_L1Norm_ met a full disk this way beside 15 GiB of earlier problems' references."""
+    first, second, old, left = _old_entries_crowd_the_disk(
+        tmp_path, monkeypatch, 0,
+        lambda gone: monkeypatch.setattr(disk_admission.ADMISSION, "_free", lambda _: 10 ** 12 if gone() else 0))
     assert first.status == second.status == "ok", (second.status, second.reason, second.diagnostics[:500])
-    assert old and not (old & entries()) and entries(), "the old entries stay, or the candidate's own went"
+    assert old and not (old & left) and left, "the old entries stay, or the candidate's own went"
     assert second.timings.get("disk_reclaimed_mib", 0) > 0, second.timings
     assert "disk_reclaimed_mib" not in first.timings
 
@@ -370,23 +381,10 @@ def test_a_nearly_full_disk_gives_up_unused_references_before_a_verification(tmp
     import shutil
     from collections import namedtuple
 
-    from amdkv.verify.reference_cache import refs_root
-
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("AMDKV_CACHE_DIR", str(cache))
-    monkeypatch.setattr(disk_admission.ADMISSION, "root", tmp_path / "ledger")
-    relu, softmax = load_task(task_path("l1_relu")), load_task(task_path("l1_softmax"))
-
-    def entries() -> set[str]:
-        return {p.name for p in refs_root(cache).glob("*/*") if p.is_dir() and not p.name.startswith(".")}
-
-    real = shutil.disk_usage
-    usage = namedtuple("usage", "total used free")
-    with Verifier("cpu", jobs=1, trials=1, verdict_cache=False, compile_baseline=False, min_free_disk_gib=1) as verifier:
-        verifier.verify(relu, Candidate(solution_path("l1_relu", "triton").read_text()))
-        old = entries()
-        monkeypatch.setattr(shutil, "disk_usage",
-                            lambda path: usage(10 ** 12, 10 ** 12, 0) if old & entries() else real(path))
-        verdict = verifier.verify(softmax, Candidate(solution_path("l1_softmax", "triton").read_text()))
+    real, usage = shutil.disk_usage, namedtuple("usage", "total used free")
+    _, verdict, old, left = _old_entries_crowd_the_disk(
+        tmp_path, monkeypatch, 1,
+        lambda gone: monkeypatch.setattr(shutil, "disk_usage",
+                                         lambda path: real(path) if gone() else usage(10 ** 12, 10 ** 12, 0)))
     assert verdict.status == "ok", (verdict.status, verdict.reason, verdict.diagnostics[:500])
-    assert old and not (old & entries())
+    assert old and not (old & left)
