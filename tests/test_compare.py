@@ -234,3 +234,37 @@ def test_a_chunked_comparison_gives_the_whole_tensor_verdict(name: str) -> None:
     if not whole.ok:
         # "n/N elements outside tolerance; worst: got X, expected Y (...)": same counts, same element
         assert chunked.message.split("(")[0] == whole.message.split("(")[0]
+
+
+def test_bitwise_equal_compares_by_slices_and_finds_every_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input-mutation check's comparison holds one slice's extra memory, not the input's (a 16-GiB
+    input asked for 16 GiB more on the H100 of session 25), and still sees a single changed byte
+    anywhere, in any dtype, NaN payloads included."""
+    from amdkv.verify import compare
+
+    monkeypatch.setattr(compare, "BITWISE_CHUNK_BYTES", 64)
+    sizes: list[int] = []
+    real_equal = torch.equal
+
+    def spying_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
+        sizes.append(x.numel())
+        return real_equal(x, y)
+
+    monkeypatch.setattr(torch, "equal", spying_equal)
+    a = torch.arange(1000, dtype=torch.float32)
+    assert compare.bitwise_equal(a, a.clone())
+    assert sizes and max(sizes) <= 64  # 4000 bytes, never more than 64 of them at once
+    for where in (0, 500, 999):  # the first slice, a middle one, the last (short) one
+        b = a.clone()
+        b[where] = -1.0
+        assert not compare.bitwise_equal(a, b)
+    nan = torch.full((300,), float("nan"), dtype=torch.float64)
+    other_nan = nan.clone()
+    other_nan.view(torch.int64)[299] ^= 1  # still a NaN, other bits
+    assert compare.bitwise_equal(nan, nan.clone()) and not compare.bitwise_equal(nan, other_nan)
+    flags = torch.zeros(200, dtype=torch.bool)
+    flipped = flags.clone()
+    flipped[130] = True
+    assert compare.bitwise_equal(flags, flags.clone()) and not compare.bitwise_equal(flags, flipped)
+    assert compare.bitwise_equal(torch.tensor(3.0), torch.tensor(3.0))  # 0-dim
+    assert not compare.bitwise_equal(a, a.to(torch.float64)) and not compare.bitwise_equal(a, a[:10])

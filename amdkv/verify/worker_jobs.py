@@ -662,10 +662,14 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                     case_out["recheck"] = checked_call(trials[0])
             if cjob.time and device != "cpu":
                 with clock.phase("timing"):
-                    # a clone: the timed calls run unguarded, and trial 0 is checked once more below
+                    # a clone: the timed calls run unguarded, and trial 0 is checked once more below.
+                    # Released before that check: held, it was a fourth copy of the inputs beside the
+                    # trial and the check's guarded copy and originals (64 GiB for a 16-GiB input on
+                    # the H100 of session 25, which then ran out of memory in the verifier's own check).
                     timed_inputs = ([x.clone() if isinstance(x, torch.Tensor) else x for x in trials[0]]
                                     if resident_inputs else trials[0])  # off: _time_candidate copies them
                     crep.timing = measured = _time_candidate(model, timed_inputs, device, cjob.flush_bytes)
+                    del timed_inputs
                 clock.add_wall("lock_wait", measured.get("lock_wait_s", 0.0))
                 clock.add_wall("lock_held", measured.get("lock_held_s", 0.0))
                 # results re-checked after timing: one more checked call, compared by the parent
