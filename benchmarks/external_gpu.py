@@ -243,14 +243,15 @@ def carried_subset(entry: dict[str, Any], ids: set[str]) -> dict[str, Any]:
 
 
 def not_done(previous: Path | list[Path] | None, key: str, spec: str, shard: tuple[int, int],
-             only: frozenset[str], side: str = "amdkv") -> frozenset[str]:
+             only: frozenset[str], side: str = "amdkv", rerun: frozenset[str] = frozenset()) -> frozenset[str]:
     """`--skip-done`: the shard's tasks (or `only`'s) that none of the `previous` reports judged on this
     call's `side`. amdkv's: no row, a row never started before its budget, or an `infra_error` (the
     machine's failure: worth another run). The harness's (a harness-only call, `--amdkv-from`): no row,
     or a job never started before its budget (`not_run`); a job past the per-job limit ran, and runs the
     same again. Several reports: a call that goes on from a merge and the call after it, with no merge
     between the two calls (the GPU machine goes back 30 s after a call). An empty `only` means the whole
-    shard; a shard with nothing left is an error, not a run of everything."""
+    shard; a shard with nothing left is an error, not a run of everything. `rerun` (`--rerun`): tasks
+    run again although judged, after a fix (session 25: a verifier-side out-of-memory), beside the rest."""
     if not previous:
         return only
     reports = previous if isinstance(previous, list) else [previous]
@@ -258,12 +259,14 @@ def not_done(previous: Path | list[Path] | None, key: str, spec: str, shard: tup
               if (not r.get("not_run") if side == "harness" else
                   r.get("status") != "infra_error" and r.get("reason") != NOT_STARTED_BEFORE_DEADLINE)}
     ids = {t.id for t in shard_tasks(spec, shard, only)}
-    left = frozenset(ids - judged)
+    again = {t.id for t in shard_tasks(spec, shard, rerun)} if rerun else set()
+    left = frozenset((ids - judged) | again)
     named = " ".join(map(str, reports))
     if not left:
         raise SystemExit(f"--skip-done {named}: every task of {spec} shard {shard[0]}/{shard[1]} is judged there "
-                         f"({side} side)")
-    print(f"== {key}: {len(ids & judged)} task(s) judged in {named} ({side} side); {len(left)} to run", flush=True)
+                         f"({side} side); `--rerun ID` runs a judged one again")
+    print(f"== {key}: {len(ids & judged)} task(s) judged in {named} ({side} side); {len(left)} to run"
+          + (f", {len(again & judged)} of them again (--rerun)" if again else ""), flush=True)
     return left
 
 
@@ -520,6 +523,12 @@ HARNESS_DEFECTS = (
      "harness defect: GEAK-eval's perf file calls the kernel with inputs of its own, unlike the benchmark's "
      "test, for which Triton refuses to compile it (fused_activation: fp16 into tl.sigmoid, which takes "
      "fp32/fp64; the test uses fp32), so it fails whatever the candidate"),
+    # KernelBench (H100, 2026-12-06): its eval casts every input tensor to the run's precision
+    # (_process_input_tensor: input.to(dtype=precision)), class-index targets included
+    ("\"nll_loss_forward_reduce_cuda_kernel_2d_index\" not implemented for 'Float'",
+     "harness defect: KernelBench's eval casts every input tensor to the run's precision (fp32), the "
+     "integer class targets of cross_entropy included, so PyTorch's own loss refuses them whatever the "
+     "candidate"),
 )
 
 
@@ -812,8 +821,13 @@ def main(argv: list[str] | None = None) -> int:
                          "judged, so a shard cut short goes on where it stopped: amdkv's side (not-started and "
                          "infra_error rows run again: merge a run that re-ran some with --rerender ... "
                          "--later-replaces), or with --amdkv-from the harness's side (jobs not started run again)")
+    ap.add_argument("--rerun", action="append", default=[], metavar="TASK_ID",
+                    help="with --skip-done: run this task's amdkv side again although a report judged it (after a "
+                         "fix); merge with --rerender ... --later-replaces, whose later row then stands")
     ap.add_argument("--fast-harness-timing", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args(argv)
+    if args.rerun and not args.skip_done:
+        ap.error("--rerun goes with --skip-done (the reports that judged the task); alone, --task runs a task")
     if args.rerender:
         print(rerender(args.rerender, Path(args.out), args.later_replaces))
         return 0
@@ -868,7 +882,8 @@ def main(argv: list[str] | None = None) -> int:
                                 timeout=args.timeout, trials=args.kb_trials if key == "kb" else args.trials,
                                 reference_timeout=args.reference_timeout, shard=shard,
                                 solo_above_bytes=KB_SOLO_ABOVE_BYTES if key == "kb" else None,
-                                only=not_done(args.skip_done, key, spec, shard, only_tasks),
+                                only=not_done(args.skip_done, key, spec, shard, only_tasks,
+                                              rerun=frozenset(args.rerun)),
                                 keep=out, solo_jobs=args.kb_solo_jobs, cache_dir=args.cache_dir)
             (out / f"{key}_metrics.json").write_text(json.dumps(amdkv.pop("metrics"), indent=1, default=str))
         report["platform"], report["device"] = amdkv["platform"], amdkv["device"]

@@ -148,6 +148,12 @@ def test_known_harness_defects_are_named_in_the_disagreements() -> None:
     assert "NameError" in rows["unbound_e"]["harness_why"]
     assert "perf file calls the kernel with inputs of its own" in rows["perf_inputs"]["harness_why"]
     assert rows["unknown"]["harness_why"] == "" and rows["unknown"]["why"] == ""
+    # KernelBench's eval on the H100 of 2026-12-06: 95_CrossEntropyLoss, its targets cast to fp32
+    kb = {"tasks": {"level1/95_CrossEntropyLoss": {
+        "ok": False, "compiled": False, "correct": False,
+        "detail": "NotImplementedError: \"nll_loss_forward_reduce_cuda_kernel_2d_index\" not implemented for 'Float'"}}}
+    kb_rows = mod.compare("kb", {"tasks": dict.fromkeys(kb["tasks"], ok)}, kb)["disagreements"]
+    assert "integer class targets" in kb_rows[0]["harness_why"]
 
 
 def test_a_harness_pass_with_an_error_in_its_own_output_is_named() -> None:
@@ -461,3 +467,11 @@ def test_skip_done_runs_only_what_an_earlier_report_did_not_judge(tmp_path: Path
     assert mod.not_done(harness, "kb", spec, (0, 1), frozenset(), side="harness") == {ids[1]}
     with pytest.raises(SystemExit, match="every task"):
         mod.not_done(harness, "kb", spec, (0, 1), frozenset())  # amdkv's side: both judged
+    # --rerun: a judged task again after a fix (session 25's 45_Average_Pooling_2D), beside what is left
+    both = report({ids[0]: ok, ids[1]: {"status": "runtime_error", "reason": "oom"}})
+    assert mod.not_done(both, "kb", spec, (0, 1), frozenset(), rerun=frozenset({ids[1]})) == {ids[1]}
+    assert mod.not_done(report({ids[0]: ok}), "kb", spec, (0, 1), frozenset(), rerun=frozenset({ids[0]})) == set(ids)
+    with pytest.raises(SystemExit, match="not a task"):
+        mod.not_done(both, "kb", spec, (0, 1), frozenset(), rerun=frozenset({"level1/999_none"}))
+    with pytest.raises(SystemExit):  # argparse's error: --rerun names what --skip-done's reports judged
+        mod.main(["--out", str(tmp_path / "o"), "--rerun", ids[0]])
