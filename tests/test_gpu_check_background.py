@@ -48,18 +48,20 @@ def test_a_background_learning_run_outlives_its_call_and_is_collected_later(tmp_
 
 def test_a_background_benchmark_plan_runs_its_steps_and_is_collected_later(tmp_path: Path) -> None:
     """The plan's three steps for real on `cpu` with our KernelBench fixture (two problems): an earlier report
-    judged one, so step 1 runs the other alone, step 2 merges them (both `ok`), step 3 runs the harness
-    side against the merge (the harness's code is not in the fixtures: "unavailable", said per task)."""
+    judged both and one is named again (KB_RERUN, as after a fix), so step 1 runs that one alone, step 2
+    merges (its new row replaces the old; both `ok`), step 3 runs the harness side against the merge (the
+    harness's code is not in the fixtures: "unavailable", said per task)."""
     data = REPO / "tests" / "data" / "external"
     first = tmp_path / "first"
     mod_args = [sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--device", "cpu", "--only", "kb",
                 "--kernelbench", str(data / "kernelbench"), "--budgets", "kb_harness=0"]
-    spec_tasks = subprocess.run(mod_args + ["--out", str(first), "--task", "level1/1_Tiny_add"], capture_output=True,
-                                text=True, timeout=600, cwd=tmp_path)
+    spec_tasks = subprocess.run(mod_args + ["--out", str(first)], capture_output=True, text=True, timeout=600,
+                                cwd=tmp_path)
     assert spec_tasks.returncode == 0, spec_tasks.stderr[-3000:]
     env = {"EXT_KERNELBENCH": str(data / "kernelbench"), "EXT_GEAK": str(data / "rocm"),
            "EXT_TRITONBENCH": str(data / "tritonbench"), "EXTBG_SCRIPT": "benchmarks/plans/kb_level1_finish.sh",
-           "KB_MERGED": str(first / "external_gpu.json"), "PLAN_FLAGS": "--device cpu", "EXTBG_S": "400"}
+           "KB_MERGED": str(first / "external_gpu.json"), "KB_RERUN": "level1/1_Tiny_add", "KB_HARNESS_DONE": "",
+           "PLAN_FLAGS": "--device cpu", "EXTBG_S": "400"}
     started, seconds = _gpu_check(tmp_path / "call1", "extbg", **env)
     assert "step extbg: started" in started and seconds < 30, (seconds, started[-2000:])
     collected, _ = _gpu_check(tmp_path / "call2", "extwait", EXTWAIT_S="400")
@@ -70,8 +72,9 @@ def test_a_background_benchmark_plan_runs_its_steps_and_is_collected_later(tmp_p
     one = json.loads((back / "amdkv" / "external_gpu.json").read_text())["benchmarks"]["kb"]["amdkv"]
     merged = json.loads((back / "merged" / "external_gpu.json").read_text())["benchmarks"]["kb"]["amdkv"]
     harness = json.loads((back / "harness" / "external_gpu.json").read_text())["benchmarks"]["kb"]
-    assert len(one["tasks"]) == 1 and "level1/1_Tiny_add" not in one["tasks"], one["tasks"].keys()
+    assert list(one["tasks"]) == ["level1/1_Tiny_add"], one["tasks"].keys()
     assert merged["status_counts"] == {"ok": 2} and len(merged["tasks"]) == 2
+    assert merged["tasks"]["level1/1_Tiny_add"] == one["tasks"]["level1/1_Tiny_add"]  # the re-run's row stands
     assert harness["amdkv"]["tasks"] == merged["tasks"] and "unavailable" in harness["harness"]
     assert "plan step 3: rc 0" in (back / "log.txt").read_text()
 

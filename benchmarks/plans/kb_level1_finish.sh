@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # KernelBench level 1 to its end as one background run on the GPU machine (gpu_check.sh `extbg` with
 # EXTBG_SCRIPT=benchmarks/plans/kb_level1_finish.sh, then `extwait` call after call):
-#   1. amdkv's side of the problems KB_MERGED has not judged (the largest, one at a time: --skip-done);
+#   1. amdkv's side of the problems KB_MERGED has not judged (the largest, one at a time: --skip-done),
+#      and KB_RERUN's again (--rerun: judged before a fix);
 #   2. KB_MERGED and step 1 merged (--rerender --later-replaces: step 1's rows replace not-started ones);
 #   3. KernelBench's own harness over the whole level, smallest first, until the run's deadline
 #      (--amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a call before ran some).
@@ -12,11 +13,16 @@
 # $BG_DIR/out: amdkv/, merged/, harness/.
 #
 # Environment: EXT_ARGS (checkouts, from gpu_check.sh), BG_DIR and BG_DEADLINE (epoch seconds, from
-# bg_start); KB_MERGED (the amdkv side so far), KB_HARNESS_DONE (reports whose harness rows to skip,
-# space-separated), KB_AMDKV_S (start budget of step 1, default 700), PLAN_FLAGS (added to every run:
-# `--device cpu` in the test).
+# bg_start); KB_MERGED (the amdkv side so far), KB_RERUN (task ids whose amdkv side runs again,
+# space-separated), KB_HARNESS_DONE (reports whose harness rows to skip, space-separated), KB_AMDKV_S
+# (start budget of step 1, default 700), PLAN_FLAGS (added to every run: `--device cpu` in the test).
+# The defaults go on from session 25: its merge, its two harness reports, and the one problem the
+# verifier's own copies ran out of GPU memory on (fixed since).
 set -u
-MERGED="${KB_MERGED:-docs/results/2026-12-06-session24-h100/ext_kb_level1_merged.json}"
+S25=docs/results/2026-12-06-session25-h100
+MERGED="${KB_MERGED:-$S25/ext_kb_level1_merged.json}"
+RERUN="${KB_RERUN-level1/45_Average_Pooling_2D}"
+HARNESS_DONE="${KB_HARNESS_DONE-$S25/step3_harness_a.json $S25/step3_harness_b.json}"
 OUTD="$BG_DIR/out"
 mkdir -p "$OUTD"
 left() { echo $(( BG_DEADLINE - $(date +%s) )); }
@@ -24,11 +30,15 @@ min() { [ "$1" -lt "$2" ] && echo "$1" || echo "$2"; }
 # shellcheck disable=SC2086  # EXT_ARGS and PLAN_FLAGS are argument lists
 run() { python3 benchmarks/external_gpu.py "$@" ${PLAN_FLAGS:-}; }
 
-echo "== plan step 1: amdkv's side of what $MERGED has not judged ($(left) s left)"
+echo "== plan step 1: amdkv's side of what $MERGED has not judged${RERUN:+, and again: $RERUN} ($(left) s left)"
+rerun_args=()
+for t in $RERUN; do rerun_args+=(--rerun "$t"); done
 # shellcheck disable=SC2086
 run --out "$OUTD/amdkv" $EXT_ARGS --only kb --shard 0/1 --kb-jobs 2 \
-  --budgets "kb=$(min "${KB_AMDKV_S:-700}" $(( $(left) - 300 ))),kb_harness=0" --skip-done "$MERGED"
+  --budgets "kb=$(min "${KB_AMDKV_S:-700}" $(( $(left) - 300 ))),kb_harness=0" --skip-done "$MERGED" \
+  "${rerun_args[@]}"
 echo "plan step 1: rc $?"
+[ -f "$OUTD/amdkv/external_gpu.json" ] || echo "plan step 1 wrote no report (nothing left to run?): the amdkv side stays $MERGED"
 
 AMDKV_SIDE="$MERGED"
 if [ -f "$OUTD/amdkv/external_gpu.json" ]; then
@@ -42,5 +52,5 @@ echo "== plan step 3: KernelBench's harness ($(left) s left)"
 # the harness phase starts no job past its budget, and a job runs at most 180 s: it ends before the deadline
 # shellcheck disable=SC2086
 run --out "$OUTD/harness" $EXT_ARGS --only kb --shard 0/1 --amdkv-from "$AMDKV_SIDE" \
-  --budgets "kb_harness=$(( $(left) - 200 ))" ${KB_HARNESS_DONE:+--skip-done $KB_HARNESS_DONE}
+  --budgets "kb_harness=$(( $(left) - 200 ))" ${HARNESS_DONE:+--skip-done $HARNESS_DONE}
 echo "plan step 3: rc $?"
