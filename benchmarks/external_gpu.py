@@ -692,7 +692,14 @@ def merge_amdkv(parts: list[dict[str, Any]], later_replaces: bool = False) -> di
     calls, `--amdkv-from` the same amdkv call, the second with `--task` for what the first's budget
     cut) counts once; any other task in two calls is a mistake in the shards: refused, unless
     `later_replaces` (a task run again after a fix, `--task ID`): then the last call's row stands, the
-    counts are those of the rows that stand, and the times stay the calls' sum (every run's cost)."""
+    counts are those of the rows that stand, and the times stay the calls' sum (every run's cost).
+
+    A side a harness-only call carried (`from_call`: `--amdkv-from`) whose every task a run of amdkv's own
+    among `parts` has is left out: it is a copy, perhaps of an older merge (session 25's harness calls
+    carried the merge from before a problem's re-run, whose old row would otherwise come back, and its
+    times twice)."""
+    own = {t for p in parts if not p.get("from_call") for t in p["tasks"]}
+    parts = [p for p in parts if not p.get("from_call") or not set(p["tasks"]) <= own]
     distinct: list[dict[str, Any]] = []
     for part in parts:
         if not any(part["tasks"] == seen["tasks"] for seen in distinct):
