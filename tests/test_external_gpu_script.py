@@ -310,13 +310,13 @@ def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> N
     bad_row = {**ok, "status": "mismatch", "reason": "values"}
 
     def run(folder: str, tasks: dict, shard: str, harness_rows: list[dict], seconds: float,
-            **carried: str) -> Path:
+            harness_workers: int = 4, **carried: str) -> Path:
         amdkv = {"spec": "tritonbench-g:x", "policy": "strict", "n_tasks": len(tasks), "load_s": 1.0,
                  "seconds": seconds, "verified": len(tasks), "per_minute": 0, "platform": "cuda", "device": "gpu",
                  "status_counts": {"ok": sum(r["status"] == "ok" for r in tasks.values()),
                                    "mismatch": sum(r["status"] == "mismatch" for r in tasks.values())},
                  "no_reference": [], "trials": 3, "shard": shard, "tasks": tasks, **carried}
-        harness = {"seconds": seconds, "ran": len(harness_rows), "workers": 4, "per_minute": 0,
+        harness = {"seconds": seconds, "ran": len(harness_rows), "workers": harness_workers, "per_minute": 0,
                    "tasks": {r["task_id"]: r for r in harness_rows}}
         report = {"created": "now", "env": {}, "budgets": {}, "args": {}, "platform": "cuda", "device": "gpu",
                   "benchmarks": {"tbg": mod.benchmark_entry("tbg", amdkv, harness)}}
@@ -365,13 +365,14 @@ def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> N
     before = {"t0": ok, "t1": ok, "t2": bad_row}
     h1 = run("h1", before, "0/2+1/2", [{"task_id": "t0", "exec": True}, {"task_id": "t1", "exec": True}], 40.0,
              from_call="merged.json")
-    h2 = run("h2", {**before, "t2": ok}, "0/2+1/2", [{"task_id": "t2", "exec": True}], 45.0,
+    h2 = run("h2", {**before, "t2": ok}, "0/2+1/2", [{"task_id": "t2", "exec": True}], 45.0, harness_workers=2,
              from_call="rerun.json")
     merge = run("merge", {**before, "t2": ok}, "0/2+1/2", [], 45.0)  # the plan's step 2: amdkv only
     mod.rerender([merge, h1, h2], tmp_path / "final", later_replaces=True)
     tbg = json.loads((tmp_path / "final" / "external_gpu.json").read_text())["benchmarks"]["tbg"]
     assert tbg["amdkv"]["status_counts"] == {"ok": 3} and tbg["amdkv"]["seconds"] == 45.0
     assert tbg["harness"]["ran"] == 3 and tbg["comparison"]["counts"]["both_pass"] == 3
+    assert tbg["harness"]["workers"] == "4 or 2 (by call)"  # the calls ran their jobs 4 and 2 at once
 
 
 def test_large_problems_are_verified_one_at_a_time_after_the_others(tmp_path: Path) -> None:
