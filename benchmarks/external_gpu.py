@@ -466,7 +466,7 @@ def candidate_jobs(candidates: dict[str, str], work: Path, prefix: str, env: dic
 
 
 def kb_harness(kb_root: Path, candidates: dict[str, str], env: dict[str, str], work: Path, *, budget: float,
-               log: Any, workers: int = 1, per_job_timeout: float = 180.0) -> dict[str, Any]:
+               log: Any, per_job_timeout: float = 180.0) -> dict[str, Any]:
     if not (kb_root / "src" / "kernelbench" / "eval.py").is_file():
         return {"unavailable": f"no src/kernelbench/eval.py under {kb_root}"}
     driver = work / "kb_driver.py"
@@ -477,10 +477,10 @@ def kb_harness(kb_root: Path, candidates: dict[str, str], env: dict[str, str], w
         return [sys.executable, str(driver), str(kb_root / "KernelBench" / level / f"{stem}.py"), str(cand)]
 
     jobs = candidate_jobs(candidates, work, "kb", env, work, argv)
-    # KernelBench's eval_from_generations on one GPU: one candidate at a time, each in a fresh process
-    # (`workers` 1, the default: see --kb-harness-jobs for more)
-    return run_harness("kernelbench", jobs, workers=workers, budget=budget, per_job_timeout=per_job_timeout,
-                       log=log)
+    # KernelBench's eval_from_generations on one GPU: one candidate at a time, each in a fresh process. Not
+    # two: one job of level 1's largest problems is estimated at ~50 GiB of GPU memory (8 GiB of inputs, two
+    # 8-GiB outputs, torch.allclose's temporaries), so two at once would likely run an H100 out of memory
+    return run_harness("kernelbench", jobs, workers=1, budget=budget, per_job_timeout=per_job_timeout, log=log)
 
 
 def geak_harness(kind: str, geak_root: Path, candidates: dict[str, str], env: dict[str, str], work: Path, *,
@@ -748,7 +748,7 @@ def merge_harness(parts: list[dict[str, Any]]) -> dict[str, Any]:
         tasks.update({t: r for t, r in part["tasks"].items() if t not in tasks or "not_run" not in r})
     ran = sum(p["ran"] for p in ran_parts)
     seconds = _summed(ran_parts, "seconds") if len(ran_parts) == len(parts) else None
-    at_once = list(dict.fromkeys(p.get("workers") for p in ran_parts))  # calls may differ (--kb-harness-jobs)
+    at_once = list(dict.fromkeys(p.get("workers") for p in ran_parts))  # calls may differ (--harness-workers)
     merged = {**ran_parts[0], "tasks": tasks, "ran": ran, "seconds": seconds,
               "workers": at_once[0] if len(at_once) == 1 else " or ".join(map(str, at_once)) + " (by call)",
               "per_minute": round(60 * ran / seconds, 2) if seconds else None}
@@ -800,11 +800,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--jobs", type=int, default=8, help="amdkv: candidates verified at once")
     ap.add_argument("--harness-workers", type=int, default=8, help="GEAK-eval harness processes at once")
-    ap.add_argument("--kb-harness-jobs", type=int, default=1,
-                    help="KernelBench harness processes at once (default 1, its own one candidate per GPU; its "
-                         "verdicts do not depend on its timings, which then share the GPU). Level 1's largest "
-                         "problems spend most of a job drawing inputs with the host's serial generator, so 2 "
-                         "should nearly halve their device time (not measured)")
     ap.add_argument("--kb-harness-timeout", type=float, default=180.0,
                     help="seconds per KernelBench harness job (default 180). Its eval draws a problem's inputs "
                          "about seven times: level 1's 16-GiB 45_Average_Pooling_2D needs ~240 s (33 s a draw "
@@ -921,7 +916,7 @@ def main(argv: list[str] | None = None) -> int:
         if key == "kb":
             henv = harness_env(args.harness_site, [str(Path(harness_root) / "src"), str(llm_shims)])
             harness = kb_harness(Path(harness_root), candidates, henv, work, budget=budgets["kb_harness"], log=log,
-                                 workers=args.kb_harness_jobs, per_job_timeout=args.kb_harness_timeout)
+                                 per_job_timeout=args.kb_harness_timeout)
         else:
             fast = key == "tbg" and args.fast_harness_timing  # ROCm's correctness run never times
             henv = harness_env(args.harness_site, [str(harness_root)] + ([str(timing_shims)] if fast else [])) \

@@ -6,9 +6,7 @@
 #   2. KB_MERGED and step 1 merged (--rerender --later-replaces: step 1's rows replace not-started ones);
 #   3. KernelBench's own harness over the whole level, smallest first, until 320 s before the run's deadline
 #      (--amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a call before ran some),
-#      KB_HARNESS_JOBS at once (default 2: what is left are the largest problems, whose jobs mostly wait
-#      for the host's serial generator to draw 4-16 GiB of inputs; KernelBench's verdicts do not depend on
-#      its timings, which then share the GPU; session 25 ran the 57 smallest one at a time).
+#      one job at a time as KernelBench runs it, up to 300 s a job.
 # Why one background run and not a call per step: a call's step must end inside the device tool's 10
 # minutes, so each call left ~100-150 s of budget unused for a large problem that might start at its end
 # (session 24: calls ended at 366-455 s of 560), and a cut step loses the verdict in flight. The run's
@@ -56,6 +54,6 @@ echo "== plan step 3: KernelBench's harness ($(left) s left)"
 # needs ~240): it ends before the deadline
 # shellcheck disable=SC2086
 run --out "$OUTD/harness" $EXT_ARGS --only kb --shard 0/1 --amdkv-from "$AMDKV_SIDE" \
-  --budgets "kb_harness=$(( $(left) - 320 ))" --kb-harness-jobs "${KB_HARNESS_JOBS:-2}" --kb-harness-timeout 300 \
+  --budgets "kb_harness=$(( $(left) - 320 ))" --kb-harness-timeout 300 \
   ${HARNESS_DONE:+--skip-done $HARNESS_DONE}
 echo "plan step 3: rc $?"
