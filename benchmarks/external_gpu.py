@@ -802,7 +802,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--harness-workers", type=int, default=8, help="GEAK-eval harness processes at once")
     ap.add_argument("--kb-harness-timeout", type=float, default=180.0,
                     help="seconds per KernelBench harness job (default 180). Its eval draws a problem's inputs "
-                         "about seven times: level 1's 16-GiB 45_Average_Pooling_2D needs ~240 s (33 s a draw "
+                         "about seven times: level 1's 16-GiB 45_Average_Pooling_2D, ~240 s (estimated: 33 s a draw "
                          "on the H100 machine's host, session 25)")
     ap.add_argument("--harness-site", default=None, help="folder with the harness's wheels installed (--target)")
     ap.add_argument("--timeout", type=float, default=120.0, help="amdkv: seconds per candidate process")

@@ -3,7 +3,7 @@
 # EXTBG_SCRIPT=benchmarks/plans/kb_level1_finish.sh, then `extwait` call after call):
 #   1. amdkv's side of the problems KB_MERGED has not judged (the largest, one at a time: --skip-done),
 #      and KB_RERUN's again (--rerun: judged before a fix);
-#   2. KB_MERGED and step 1 merged (--rerender --later-replaces: step 1's rows replace not-started ones);
+#   2. KB_MERGED and step 1 merged (--rerender --later-replaces: step 1's rows replace not-started and re-run ones);
 #   3. KernelBench's own harness over the whole level, smallest first, until 320 s before the run's deadline
 #      (--amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a call before ran some),
 #      one job at a time as KernelBench runs it, up to 300 s a job.
@@ -50,8 +50,8 @@ if [ -f "$OUTD/amdkv/external_gpu.json" ]; then
 fi
 
 echo "== plan step 3: KernelBench's harness ($(left) s left)"
-# the harness phase starts no job past its budget, and a job runs at most 300 s (45_Average_Pooling_2D, last,
-# needs ~240): it ends before the deadline
+# the harness phase starts no job past its budget, and a job runs at most 300 s (45_Average_Pooling_2D, last, an
+# estimated ~240): it ends before the deadline
 # shellcheck disable=SC2086
 run --out "$OUTD/harness" $EXT_ARGS --only kb --shard 0/1 --amdkv-from "$AMDKV_SIDE" \
   --budgets "kb_harness=$(( $(left) - 320 ))" --kb-harness-timeout 300 \
