@@ -103,3 +103,19 @@ def test_clean_removes_what_earlier_calls_left_and_says_what_is_free(tmp_path: P
     assert not [p for p in left if p.exists()], "clean left earlier calls' files"
     assert all(p.exists() for p in kept), "clean removed what is not an earlier call's leftover"
     assert "at start: free disk" in (tmp_path / "call" / "summary.txt").read_text()
+
+
+def test_the_level1_plan_defaults_name_reports_that_are_in_the_repository() -> None:
+    """The plan's defaults (session 25's merge and harness reports, the problem to re-run) are what the next
+    GPU call reads on the machine: a moved or renamed file would cost device time to find out."""
+    script = (REPO / "benchmarks" / "plans" / "kb_level1_finish.sh").read_text()
+    folder = REPO / next(line.split("=", 1)[1] for line in script.splitlines() if line.startswith("S25="))
+    merged = json.loads((folder / "ext_kb_level1_merged.json").read_text())["benchmarks"]["kb"]["amdkv"]["tasks"]
+    assert len(merged) == 100 and merged["level1/45_Average_Pooling_2D"]["status"] == "runtime_error"
+    assert 'KB_RERUN-level1/45_Average_Pooling_2D}' in script
+    ran = set()
+    for name in ("step3_harness_a.json", "step3_harness_b.json"):
+        side = json.loads((folder / name).read_text())["benchmarks"]["kb"]["harness"]["tasks"]
+        ran |= {t for t, r in side.items() if not r.get("not_run")}
+        assert f"$S25/{name}" in script
+    assert len(ran) == 57 and ran <= set(merged)
