@@ -696,20 +696,21 @@ def merge_amdkv(parts: list[dict[str, Any]], later_replaces: bool = False) -> di
     `later_replaces` (a task run again after a fix, `--task ID`): then the last call's row stands, the
     counts are those of the rows that stand, and the times stay the calls' sum (every run's cost).
 
-    A side a harness-only call carried (`from_call`: `--amdkv-from`) whose every task a run of amdkv's own
-    among `parts` has is left out: it is a copy, perhaps of an older merge (session 25's harness calls
-    carried the merge from before a problem's re-run, whose old row would otherwise come back, and its
-    times twice)."""
-    own = {t for p in parts if not p.get("from_call") for t in p["tasks"]}
-    parts = [p for p in parts if not p.get("from_call") or not set(p["tasks"]) <= own]
+    A side a harness-only call carried (`from_call`: `--amdkv-from`, whole or `carried_subset`) is a copy and
+    is left out where its rows are already there: beside a run of amdkv's own that has all its tasks (that
+    run's rows stand: session 25's harness calls carried the merge from before a problem's re-run, whose old
+    row would otherwise come back, and its times twice), or beside another part holding the same rows (the
+    larger report a subset was carried from)."""
     distinct: list[dict[str, Any]] = []
     for part in parts:
         if not any(part["tasks"] == seen["tasks"] for seen in distinct):
             distinct.append(part)
-    # a side carried by a harness call as a part of a larger report (carried_subset) adds nothing beside
-    # that report, whose rows and times stand
-    parts = [p for p in distinct if not (p.get("subset_of") and any(
-        q is not p and all(q["tasks"].get(t) == r for t, r in p["tasks"].items()) for q in distinct))]
+    own = {t for p in distinct if not p.get("from_call") for t in p["tasks"]}
+
+    def a_copy(p: dict[str, Any]) -> bool:
+        return bool(p.get("from_call")) and (set(p["tasks"]) <= own or any(
+            q is not p and all(q["tasks"].get(t) == r for t, r in p["tasks"].items()) for q in distinct))
+    parts = [p for p in distinct if not a_copy(p)]
     tasks: dict[str, Any] = {}
     for part in parts:
         twice = sorted(set(tasks) & set(part["tasks"]))

@@ -196,13 +196,11 @@ def make_room(cache_dir: str | os.PathLike[str], short_bytes: int) -> list[tuple
     if short_bytes <= 0 or not root.is_dir():
         return []
     entries = _entries_by_use(root)
-    total = sum(size for _, size, _ in entries)
-    return _evict_oldest(entries, total, total - short_bytes)[0]
+    return _evict_oldest(entries, sum(size for _, size, _ in entries) - short_bytes)[0]
 
 
 def _walk_and_evict(root: Path, cap_bytes: int) -> tuple[list[tuple[str, int]], int]:
-    entries = _entries_by_use(root)
-    return _evict_oldest(entries, sum(size for _, size, _ in entries), cap_bytes)
+    return _evict_oldest(_entries_by_use(root), cap_bytes)
 
 
 def _entries_by_use(root: Path) -> list[tuple[float, int, Path]]:
@@ -218,10 +216,10 @@ def _entries_by_use(root: Path) -> list[tuple[float, int, Path]]:
     return entries
 
 
-def _evict_oldest(entries: list[tuple[float, int, Path]], total: int,
-                  cap_bytes: int) -> tuple[list[tuple[str, int]], int]:
-    """Remove the least recently used of `entries` (holding `total` bytes) nobody holds until at most
-    `cap_bytes` are left: ([(entry key, bytes)] removed, bytes left)."""
+def _evict_oldest(entries: list[tuple[float, int, Path]], cap_bytes: int) -> tuple[list[tuple[str, int]], int]:
+    """Remove the least recently used of `entries` nobody holds until at most `cap_bytes` of theirs are
+    left: ([(entry key, bytes)] removed, bytes left)."""
+    total = sum(size for _, size, _ in entries)
     removed: list[tuple[str, int]] = []
     for _, size, entry in sorted(entries, key=lambda e: e[0]):
         if total <= cap_bytes:
