@@ -582,7 +582,12 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                 else:
                     guarded.append(x)
                     raws.append(None)
-            originals = [g.clone() if isinstance(g, torch.Tensor) else g for g in guarded]
+            # The input-mutation check's originals are the tensors the guarded copies were made from
+            # (the resident trial, or this call's device copy): the candidate never receives them, so a
+            # clone of each would be a third copy of the inputs on the device (session 26; 48 GiB for
+            # a 16-GiB input). A clone only where the candidate gets the tensor itself (an empty one).
+            originals = [x.clone() if g is x and isinstance(x, torch.Tensor) else x
+                         for x, g in zip(dev, guarded)]
             recorder = TorchOpRecorder()
             counter.recorder = recorder
             before = counter.count
