@@ -75,6 +75,25 @@ def _nbytes(objs: list[Any]) -> int:
     return sum(o.numel() * o.element_size() for o in objs if isinstance(o, torch.Tensor))
 
 
+def verifier_copies_note(trials: list[Any], extra_copy: str) -> str:
+    """What the verifier itself held on the device when a candidate ran out of device memory, for
+    the error's message: the verdict stays the candidate's `runtime_error`/`oom` (a rule that
+    excused it by the verifier's share could be steered by the candidate), but the reader can tell
+    a problem whose inputs crowd the cap from a candidate that allocates too much (session 25's
+    `45_Average_Pooling_2D`). `trials`: the case's resident trial inputs; `extra_copy`: what one
+    more copy of a trial's inputs the verifier held at the failure was (a checked call's guarded
+    copy, the timing's clone), "" for none. Empty when nothing the verifier holds is on a device."""
+    per_trial = [sum(leaf.numel() * leaf.element_size() for leaf in flatten_outputs(t)
+                     if isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu") for t in trials]
+    resident = sum(per_trial)
+    if not resident:
+        return ""
+    extra = max(per_trial) if extra_copy else 0
+    return (f" [amdkv: the verifier's own copies of this case's inputs held {(resident + extra) / 2**30:.2f} GiB"
+            f" of the device's memory: {resident / 2**30:.2f} GiB of resident trial inputs"
+            + (f", {extra / 2**30:.2f} GiB for {extra_copy}" if extra_copy else "") + "]")
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -631,12 +650,15 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
             return leaves, launches, compute_ops, findings
 
         case_out: dict[str, Any] = {"trials": [], "recheck": None}
+        verifier_extra_copy = [""]  # what copy of a trial's inputs the verifier holds beside the resident ones
 
         def checked_call(inputs: list[Any]) -> Any:
             """One checked call, recorded in the case report like every other: the re-check and
             after-timing calls too (their aten ops count, so a candidate cannot fall back to
             PyTorch on those calls alone). Its output leaves, or a marker where they were spilled."""
+            verifier_extra_copy[0] = "the checked call's guarded copy"  # kept when the call raises
             leaves, launches, compute_ops, findings = call(inputs)
+            verifier_extra_copy[0] = ""
             crep.launches.append(launches)
             for k, v in compute_ops.items():
                 crep.compute_ops[k] = crep.compute_ops.get(k, 0) + v
@@ -648,6 +670,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                 clock.add_wall("spill_outputs", time.monotonic() - t0)
             return kept
 
+        trials: list[Any] = []
         try:
             # The case's trial inputs go to the device once: each checked call then copies them
             # device-to-device into its guarded buffers and the timing gets a device clone, instead
@@ -673,8 +696,10 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                     # the H100 of session 25, which then ran out of memory in the verifier's own check).
                     timed_inputs = ([x.clone() if isinstance(x, torch.Tensor) else x for x in trials[0]]
                                     if resident_inputs else trials[0])  # off: _time_candidate copies them
+                    verifier_extra_copy[0] = "the timing's clone"
                     crep.timing = measured = _time_candidate(model, timed_inputs, device, cjob.flush_bytes)
                     del timed_inputs
+                    verifier_extra_copy[0] = ""
                 clock.add_wall("lock_wait", measured.get("lock_wait_s", 0.0))
                 clock.add_wall("lock_held", measured.get("lock_held_s", 0.0))
                 # results re-checked after timing: one more checked call, compared by the parent
@@ -686,6 +711,8 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                 raise
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep.error = _error_entry(exc, "forward", in_kernel)
+            if crep.error.reason == "oom":
+                crep.error.message += verifier_copies_note(trials, verifier_extra_copy[0])
             if bounds is not None and bounds.violation is not None:
                 # the refused access is the cause, however the interpreter wrapped it (InterpreterError
                 # from inside a launch would otherwise read as compile_error/triton_compile_error)
