@@ -188,6 +188,25 @@ def shard_tasks(spec: str, shard: tuple[int, int], only: frozenset[str] = frozen
     return [t for t in tasks if t.id in only]
 
 
+def unreadable_reports(paths: Path | list[Path] | None) -> str:
+    """Why some of the earlier reports an option names cannot be read (a missing file, not JSON, not an
+    external_gpu.json), or "": checked before anything runs, so a typo costs no device time and no traceback
+    (session 26: a --skip-done path that was not on the GPU machine ended a call in a FileNotFoundError)."""
+    problems = []
+    for path in [paths] if isinstance(paths, Path) else paths or []:
+        try:
+            report = json.loads(path.read_text())
+        except OSError as exc:
+            problems.append(f"{path}: cannot be read ({exc.strerror or exc})")
+            continue
+        except ValueError as exc:
+            problems.append(f"{path}: not JSON ({exc})")
+            continue
+        if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), dict):
+            problems.append(f"{path}: not an external_gpu.json report (no \"benchmarks\")")
+    return "; ".join(problems) + ("; name the external_gpu.json of an earlier call or merge" if problems else "")
+
+
 def report_side(report: Path, key: str, side: str = "amdkv") -> dict[str, Any] | None:
     """Benchmark `key`'s side ("amdkv" or "harness") in an earlier report (external_gpu.json, one call's or
     a merge), or None."""
@@ -844,6 +863,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.rerun and not args.skip_done:
         ap.error("--rerun goes with --skip-done (the reports that judged the task); alone, --task runs a task")
+    for option, paths in (("--rerender", args.rerender), ("--amdkv-from", args.amdkv_from),
+                          ("--skip-done", args.skip_done)):
+        bad = unreadable_reports(paths)
+        if bad:
+            ap.error(f"{option}: {bad}")
     if args.rerender:
         print(rerender(args.rerender, Path(args.out), args.later_replaces))
         return 0

@@ -489,3 +489,27 @@ def test_skip_done_runs_only_what_an_earlier_report_did_not_judge(tmp_path: Path
         mod.not_done(both, "kb", spec, (0, 1), frozenset(), rerun=frozenset({"level1/999_none"}))
     with pytest.raises(SystemExit):  # argparse's error: --rerun names what --skip-done's reports judged
         mod.main(["--out", str(tmp_path / "o"), "--rerun", ids[0]])
+
+
+@pytest.mark.parametrize("option", ["--rerender", "--amdkv-from", "--skip-done"])
+def test_an_unreadable_earlier_report_is_refused_by_name_before_anything_runs(
+        option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every option that reads earlier reports names each one it cannot use, and why, before any benchmark
+    starts (session 26: a --skip-done path missing on the GPU machine ended a call in a traceback)."""
+    mod = _script()
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"benchmarks": {"kb": {}}}))
+    not_json, not_report = tmp_path / "notes.md", tmp_path / "results.jsonl"
+    not_json.write_text("# a table\n")
+    not_report.write_text(json.dumps({"task_id": "level1/1_x", "verdict": {}}) + "\n")
+    missing = tmp_path / "missing.json"
+    paths = [good, missing, not_json, not_report] if option != "--amdkv-from" else [missing]
+    with pytest.raises(SystemExit) as exc:
+        mod.main(["--out", str(tmp_path / "o"), "--only", "kb", option, *map(str, paths)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{option}: {missing}: cannot be read (No such file or directory)" in err
+    if option != "--amdkv-from":
+        assert f"{not_json}: not JSON" in err and f"{not_report}: not an external_gpu.json report" in err
+        assert str(good) + ":" not in err  # the readable one is not named
+    assert not (tmp_path / "o").exists()
