@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -106,16 +107,23 @@ def test_clean_removes_what_earlier_calls_left_and_says_what_is_free(tmp_path: P
 
 
 def test_the_level1_plan_defaults_name_reports_that_are_in_the_repository() -> None:
-    """The plan's defaults (session 25's merge and harness reports, the problem to re-run) are what the next
-    GPU call reads on the machine: a moved or renamed file would cost device time to find out."""
+    """The plan's defaults (session 26's merge, the harness reports of sessions 25 and 26, nothing to re-run)
+    are what the next GPU call reads on the machine: a moved or renamed file would cost device time to find
+    out, and a harness report left out of the list would run its problems again."""
     script = (REPO / "benchmarks" / "plans" / "kb_level1_finish.sh").read_text()
-    folder = REPO / next(line.split("=", 1)[1] for line in script.splitlines() if line.startswith("S25="))
-    merged = json.loads((folder / "ext_kb_level1_merged.json").read_text())["benchmarks"]["kb"]["amdkv"]["tasks"]
-    assert len(merged) == 100 and merged["level1/45_Average_Pooling_2D"]["status"] == "runtime_error"
-    assert 'KB_RERUN-level1/45_Average_Pooling_2D}' in script
-    ran = set()
-    for name in ("step3_harness_a.json", "step3_harness_b.json"):
-        side = json.loads((folder / name).read_text())["benchmarks"]["kb"]["harness"]["tasks"]
+    folders = {line.split("=", 1)[0]: REPO / line.split("=", 1)[1]
+               for line in script.splitlines() if re.match(r"S2\d=", line)}
+    assert set(folders) == {"S25", "S26"}
+    merged = json.loads((folders["S26"] / "ext_kb_level1_merged.json").read_text())["benchmarks"]["kb"]["amdkv"]["tasks"]
+    assert len(merged) == 100 and {r["status"] for r in merged.values()} == {"ok"}
+    assert 'RERUN="${KB_RERUN-}"' in script
+    default = re.search(r'HARNESS_DONE="\$\{KB_HARNESS_DONE-([^}]*)\}"', script).group(1).split()
+    ran: set[str] = set()
+    for ref in default:
+        var, name = ref.lstrip("$").split("/")
+        side = json.loads((folders[var] / name).read_text())["benchmarks"]["kb"]["harness"]["tasks"]
         ran |= {t for t, r in side.items() if not r.get("not_run")}
-        assert f"$S25/{name}" in script
-    assert len(ran) == 57 and ran <= set(merged)
+    # every harness report in the two folders is named, and together they ran 76 problems, all in the merge
+    assert sorted(default) == sorted(f"${var}/{p.name}" for var, folder in folders.items()
+                                     for p in folder.glob("step3_harness_*.json"))
+    assert len(ran) == 76 and ran <= set(merged)

@@ -17,13 +17,15 @@
 # bg_start); KB_MERGED (the amdkv side so far), KB_RERUN (task ids whose amdkv side runs again,
 # space-separated), KB_HARNESS_DONE (reports whose harness rows to skip, space-separated), KB_AMDKV_S
 # (start budget of step 1, default 700), PLAN_FLAGS (added to every run: `--device cpu` in the test).
-# The defaults go on from session 25: its merge, its two harness reports, and the one problem the
-# verifier's own copies ran out of GPU memory on (fixed since).
+# The defaults go on from session 26: its merge (amdkv's side of all 100, `45_Average_Pooling_2D` re-run
+# after the fix for the verifier's own copies), nothing to re-run, and the harness reports of sessions 25
+# and 26 (76 problems run). With nothing left on amdkv's side, step 1 says so and step 3 runs the harness.
 set -u
 S25=docs/results/2026-12-06-session25-h100
-MERGED="${KB_MERGED:-$S25/ext_kb_level1_merged.json}"
-RERUN="${KB_RERUN-level1/45_Average_Pooling_2D}"
-HARNESS_DONE="${KB_HARNESS_DONE-$S25/step3_harness_a.json $S25/step3_harness_b.json}"
+S26=docs/results/2026-12-06-session26-h100
+MERGED="${KB_MERGED:-$S26/ext_kb_level1_merged.json}"
+RERUN="${KB_RERUN-}"
+HARNESS_DONE="${KB_HARNESS_DONE-$S25/step3_harness_a.json $S25/step3_harness_b.json $S26/step3_harness_c.json $S26/step3_harness_d.json $S26/step3_harness_e.json $S26/step3_harness_f.json}"
 OUTD="$BG_DIR/out"
 mkdir -p "$OUTD"
 left() { echo $(( BG_DEADLINE - $(date +%s) )); }
