@@ -6,7 +6,8 @@ benchmark's own harness, on the same candidates, timed side by side (docs/benchm
         [--budgets kb=90,kb_harness=60,tbg=150,tbg_harness=75,rocm=45,rocm_harness=45]
 
 Phases, one after another (so their timings do not disturb each other), each with a budget after which
-nothing new starts (what did not start is listed as "not run (budget)"):
+nothing new starts (what did not start is listed as "not run (budget)"; with `--harness-deadline`, a harness
+job still running at that time is stopped and listed "not run (deadline)", to run again in a later call):
 
 1. `kb`: `amdkv eval kernelbench:KB/KernelBench/level1` over the 100 problems' references as candidates,
    `reference` policy (they are plain PyTorch), torch.compile baseline off, smallest inputs first,
@@ -414,8 +415,14 @@ def harness_env(site: str | None, pythonpath: list[str]) -> dict[str, str]:
 
 
 def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: float, per_job_timeout: float,
-                log: Any) -> dict[str, Any]:
+                log: Any, deadline: float | None = None) -> dict[str, Any]:
     """Each job: {"task_id", "argv", "env", "cwd"}; one fresh process per job, `workers` at once.
+
+    `budget`: no job starts after it (seconds from the phase's start). `deadline` (`--harness-deadline`):
+    every job ends by then; one still running is stopped and recorded `not_run: "deadline"`, never a
+    timeout, so a later call (`--skip-done`) runs it again. Why: with only the budget, a call had to keep a
+    whole per-job limit in reserve after it (the level-1 plan's 320 s) for a job that mostly took a minute;
+    with a deadline a job starts whenever time is left, and the time a stopped job took is the only loss.
 
     Each job's row goes to `log` as soon as it finishes, whatever the others do: rows written in job
     order waited for the slowest job ahead of them, and a call cut meanwhile lost every finished
@@ -432,17 +439,21 @@ def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: 
     def one(job: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         start = time.monotonic()
         with lock:  # (stopping is checked here: no job starts after the kill on the way out)
-            if stopping.is_set() or start - t0 > budget:
+            if stopping.is_set() or start - t0 > budget or (deadline is not None and start - t0 >= deadline):
                 return job["task_id"], {"ok": False, "not_run": "budget"}
             proc = subprocess.Popen(job["argv"], cwd=job["cwd"], env=job["env"], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
             live.add(proc)
+        until_deadline = per_job_timeout if deadline is None else t0 + deadline - start
         try:
-            stdout, stderr = proc.communicate(timeout=per_job_timeout)
+            stdout, stderr = proc.communicate(timeout=min(per_job_timeout, until_deadline))
         except subprocess.TimeoutExpired:
             kill_group(proc)
             stdout, stderr = proc.communicate()
-            return job["task_id"], {"ok": False, "timeout": per_job_timeout, "wall_s": time.monotonic() - start}
+            wall = time.monotonic() - start
+            if until_deadline < per_job_timeout:  # stopped by the deadline, not by the per-job limit
+                return job["task_id"], {"ok": False, "not_run": "deadline", "wall_s": round(wall, 2)}
+            return job["task_id"], {"ok": False, "timeout": per_job_timeout, "wall_s": wall}
         finally:
             with lock:
                 live.discard(proc)
@@ -485,7 +496,7 @@ def candidate_jobs(candidates: dict[str, str], work: Path, prefix: str, env: dic
 
 
 def kb_harness(kb_root: Path, candidates: dict[str, str], env: dict[str, str], work: Path, *, budget: float,
-               log: Any, per_job_timeout: float = 180.0) -> dict[str, Any]:
+               log: Any, per_job_timeout: float = 180.0, deadline: float | None = None) -> dict[str, Any]:
     if not (kb_root / "src" / "kernelbench" / "eval.py").is_file():
         return {"unavailable": f"no src/kernelbench/eval.py under {kb_root}"}
     driver = work / "kb_driver.py"
@@ -499,11 +510,13 @@ def kb_harness(kb_root: Path, candidates: dict[str, str], env: dict[str, str], w
     # KernelBench's eval_from_generations on one GPU: one candidate at a time, each in a fresh process. Not
     # two: one job of level 1's largest problems is estimated at ~50 GiB of GPU memory (8 GiB of inputs, two
     # 8-GiB outputs, torch.allclose's temporaries), so two at once would likely run an H100 out of memory
-    return run_harness("kernelbench", jobs, workers=1, budget=budget, per_job_timeout=per_job_timeout, log=log)
+    return run_harness("kernelbench", jobs, workers=1, budget=budget, per_job_timeout=per_job_timeout, log=log,
+                       deadline=deadline)
 
 
 def geak_harness(kind: str, geak_root: Path, candidates: dict[str, str], env: dict[str, str], work: Path, *,
-                 workers: int, budget: float, per_job_timeout: float, log: Any) -> dict[str, Any]:
+                 workers: int, budget: float, per_job_timeout: float, log: Any,
+                 deadline: float | None = None) -> dict[str, Any]:
     if not (geak_root / "geak_eval" / "evaluators" / "interface.py").is_file():
         return {"unavailable": f"no geak_eval/evaluators/interface.py under {geak_root}"}
     driver = work / "geak_driver.py"
@@ -512,7 +525,7 @@ def geak_harness(kind: str, geak_root: Path, candidates: dict[str, str], env: di
                           lambda tid, cand, folder: [sys.executable, str(driver), kind, str(cand), f"{tid}.py",
                                                      str(folder)])
     return run_harness(f"geak-{kind}", jobs, workers=workers, budget=budget, per_job_timeout=per_job_timeout,
-                       log=log)
+                       log=log, deadline=deadline)
 
 
 # ----------------------------------------------------------------------------------------- comparing
@@ -833,6 +846,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="GEAK-eval harness: seconds per task process (a budget stops starting tasks; this bounds "
                          "the ones already running, so a phase ends by budget + this)")
     ap.add_argument("--budgets", default="", help="phase=seconds,... (defaults: %s)" % DEFAULT_BUDGETS)
+    ap.add_argument("--harness-deadline", type=float, default=None, metavar="SECONDS",
+                    help="every harness phase's jobs end by this many seconds after the phase began: a job still "
+                         "running then is stopped and listed \"not run (deadline)\", so --skip-done runs it again "
+                         "(default: none; the budget stops new jobs and the per-job limits bound running ones)")
     ap.add_argument("--only", default="kb,tbg,rocm", help="benchmarks to run, in this order: kb,tbg,rocm")
     ap.add_argument("--task", action="append", default=[],
                     help="only this task id (repeatable), of the --shard's tasks: a long one again on its own")
@@ -941,7 +958,7 @@ def main(argv: list[str] | None = None) -> int:
         if key == "kb":
             henv = harness_env(args.harness_site, [str(Path(harness_root) / "src"), str(llm_shims)])
             harness = kb_harness(Path(harness_root), candidates, henv, work, budget=budgets["kb_harness"], log=log,
-                                 per_job_timeout=args.kb_harness_timeout)
+                                 per_job_timeout=args.kb_harness_timeout, deadline=args.harness_deadline)
         else:
             fast = key == "tbg" and args.fast_harness_timing  # ROCm's correctness run never times
             henv = harness_env(args.harness_site, [str(harness_root)] + ([str(timing_shims)] if fast else [])) \
@@ -949,7 +966,7 @@ def main(argv: list[str] | None = None) -> int:
             harness = geak_harness(key, Path(harness_root or "."),
                                    candidates, henv, work, workers=args.harness_workers,
                                    budget=budgets[f"{key}_harness"], per_job_timeout=args.harness_timeout,
-                                   log=log)
+                                   log=log, deadline=args.harness_deadline)
         report["benchmarks"][key] = benchmark_entry(key, amdkv, harness)
         # after every benchmark, not only at the end: a device call cut during the next benchmark
         # (session 12's was, in the ROCm harness phase) keeps the tables of those that finished

@@ -513,3 +513,33 @@ def test_an_unreadable_earlier_report_is_refused_by_name_before_anything_runs(
         assert f"{not_json}: not JSON" in err and f"{not_report}: not an external_gpu.json report" in err
         assert str(good) + ":" not in err  # the readable one is not named
     assert not (tmp_path / "o").exists()
+
+
+def test_a_harness_deadline_stops_a_running_job_as_not_run_so_a_later_call_runs_it_again(tmp_path: Path) -> None:
+    """`--harness-deadline`: jobs start while time is left and every job ends by the deadline; one stopped
+    there is `not_run: "deadline"` (never a timeout, which counts as run), and `--skip-done` runs it again.
+    The per-job limit still gives a timeout row where it comes first."""
+    mod = _script()
+    ok = 'print("HARNESS_RESULT " + __import__("json").dumps({"ok": True, "correct": True}))'
+    job = lambda tid, code: {"task_id": tid, "argv": [sys.executable, "-c", code], "env": None,  # noqa: E731
+                             "cwd": str(tmp_path)}
+    slow = "import time; time.sleep(60)"
+    t0 = __import__("time").monotonic()
+    res = mod.run_harness("fake", [job("a", ok), job("b", slow), job("c", ok)], workers=1, budget=600,
+                          per_job_timeout=300, log=io.StringIO(), deadline=4)
+    took = __import__("time").monotonic() - t0
+    assert res["tasks"]["a"]["correct"] is True
+    assert res["tasks"]["b"]["not_run"] == "deadline" and "timeout" not in res["tasks"]["b"]
+    assert res["tasks"]["c"] == {"ok": False, "not_run": "budget"}  # the deadline had come: never started
+    assert res["ran"] == 1 and took < 30  # stopped at the deadline, not after the job's 60 s or its 300-s limit
+    # the per-job limit first: the timeout row as without a deadline
+    limited = mod.run_harness("fake", [job("b", slow)], workers=1, budget=600, per_job_timeout=1,
+                              log=io.StringIO(), deadline=30)
+    assert limited["tasks"]["b"]["timeout"] == 1 and "not_run" not in limited["tasks"]["b"]
+    # a later call goes on from the report: the stopped job runs again, the finished one does not
+    spec = f"kernelbench:{DATA / 'kernelbench'}?levels=1"
+    done, stopped = sorted(t.id for t in mod.shard_tasks(spec, (0, 1)))
+    report = tmp_path / "harness.json"
+    report.write_text(json.dumps({"benchmarks": {"kb": {"harness": {"tasks": {
+        done: res["tasks"]["a"], stopped: res["tasks"]["b"]}}}}}))
+    assert mod.not_done(report, "kb", spec, (0, 1), frozenset(), side="harness") == {stopped}

@@ -4,9 +4,9 @@
 #   1. amdkv's side of the problems KB_MERGED has not judged (the largest, one at a time: --skip-done),
 #      and KB_RERUN's again (--rerun: judged before a fix);
 #   2. KB_MERGED and step 1 merged (--rerender --later-replaces: step 1's rows replace not-started and re-run ones);
-#   3. KernelBench's own harness over the whole level, smallest first, until 320 s before the run's deadline
-#      (--amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a call before ran some),
-#      one job at a time as KernelBench runs it, up to 300 s a job.
+#   3. KernelBench's own harness over the whole level, smallest first, every job ending 40 s before the run's
+#      deadline (--harness-deadline; --amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a
+#      call before ran some), one job at a time as KernelBench runs it, up to 300 s a job.
 # Why one background run and not a call per step: a call's step must end inside the device tool's 10
 # minutes, so each call left ~100-150 s of budget unused for a large problem that might start at its end
 # (session 24: calls ended at 366-455 s of 560), and a cut step loses the verdict in flight. The run's
@@ -52,10 +52,13 @@ if [ -f "$OUTD/amdkv/external_gpu.json" ]; then
 fi
 
 echo "== plan step 3: KernelBench's harness ($(left) s left)"
-# the harness phase starts no job past its budget, and a job runs at most 300 s (45_Average_Pooling_2D, last, an
-# estimated ~240): it ends before the deadline
+# a job runs at most 300 s (45_Average_Pooling_2D, last, an estimated ~240), and every job ends 40 s before the
+# run's deadline (--harness-deadline: one still running then is "not run (deadline)" and the next run's
+# --skip-done starts it again); none starts in the last minute before that. Before session 26 no job started in
+# the last 320 s, kept for a job that mostly took a minute.
+HARNESS_END=$(( $(left) - 40 ))
 # shellcheck disable=SC2086
 run --out "$OUTD/harness" $EXT_ARGS --only kb --shard 0/1 --amdkv-from "$AMDKV_SIDE" \
-  --budgets "kb_harness=$(( $(left) - 320 ))" --kb-harness-timeout 300 \
+  --budgets "kb_harness=$(( HARNESS_END - 60 ))" --harness-deadline "$HARNESS_END" --kb-harness-timeout 300 \
   ${HARNESS_DONE:+--skip-done $HARNESS_DONE}
 echo "plan step 3: rc $?"
