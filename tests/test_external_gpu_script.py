@@ -9,6 +9,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -521,13 +522,15 @@ def test_a_harness_deadline_stops_a_running_job_as_not_run_so_a_later_call_runs_
     The per-job limit still gives a timeout row where it comes first."""
     mod = _script()
     ok = 'print("HARNESS_RESULT " + __import__("json").dumps({"ok": True, "correct": True}))'
-    job = lambda tid, code: {"task_id": tid, "argv": [sys.executable, "-c", code], "env": None,  # noqa: E731
-                             "cwd": str(tmp_path)}
     slow = "import time; time.sleep(60)"
-    t0 = __import__("time").monotonic()
+
+    def job(tid: str, code: str) -> dict:
+        return {"task_id": tid, "argv": [sys.executable, "-c", code], "env": None, "cwd": str(tmp_path)}
+
+    t0 = time.monotonic()
     res = mod.run_harness("fake", [job("a", ok), job("b", slow), job("c", ok)], workers=1, budget=600,
                           per_job_timeout=300, log=io.StringIO(), deadline=4)
-    took = __import__("time").monotonic() - t0
+    took = time.monotonic() - t0
     assert res["tasks"]["a"]["correct"] is True
     assert res["tasks"]["b"]["not_run"] == "deadline" and "timeout" not in res["tasks"]["b"]
     assert res["tasks"]["c"] == {"ok": False, "not_run": "budget"}  # the deadline had come: never started
