@@ -163,6 +163,7 @@ def test_exec_and_fork_spares_give_the_same_verdict(monkeypatch):
         assert t["worker_cpu_s"] >= t["worker_job_cpu_s"] > 0, (method, t)
         assert 0 <= t["job_handoff_s"] < 5 and 0 <= t["done_handoff_s"] < 5, (method, t)
         assert v.env["spare_start"] == method
+        assert "worker_gpu_peak_gib" not in t  # the CPU platform never initialises CUDA: no GPU peak to report
     # the exec'd worker imported torch and Triton itself; the forked one inherited them
     assert verdicts["exec"].timings["worker_cpu_s"] > verdicts["fork"].timings["worker_cpu_s"]
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -47,7 +49,7 @@ def _reference_job() -> ReferenceJob:
 
 def _envelope(**fields: Any) -> dict[str, Any]:
     return dict(startup_s=0.5, startup_parts={"cuda_context_s": 0.2, "cuda_context_cpu_s": 0.1},
-                sandbox={"applied": ["seccomp"]}, job_s=1.5, cpu_s=3.0, job_cpu_s=1.0,
+                sandbox={"applied": ["seccomp"]}, job_s=1.5, cpu_s=3.0, job_cpu_s=1.0, gpu_peak_bytes=3 << 30,
                 job_received_at=100.0, reported_at=101.5, **fields)
 
 
@@ -435,3 +437,16 @@ def test_resident_inputs_setting_reaches_the_worker_and_keeps_verdicts(resident:
                         if p.is_file())
             verdict = v.verify(task, ADVERSARIAL / name)
             assert (verdict.status, verdict.reason) == (want["status"], want["reason"]), verdict.diagnostics[-1500:]
+
+
+def test_the_gpu_peak_is_zero_and_never_initialises_cuda_in_a_cpu_process():
+    """A CPU worker reports no GPU peak (`gpu_peak_bytes` 0, so no `worker_gpu_peak_gib` timing) and reading
+    or resetting it must not initialise CUDA there: a fresh interpreter stands for the worker process. On a
+    GPU the value is torch's `max_memory_allocated` since the job began (not run here: no GPU)."""
+    code = ("import torch; from amdkv.verify.worker import gpu_peak_bytes, reset_gpu_peak; reset_gpu_peak(); "
+            "print(gpu_peak_bytes(), torch.cuda.is_initialized())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "False"]
+    assert WorkerReport.from_json(_candidate_report().to_json()).gpu_peak_bytes == 3 << 30

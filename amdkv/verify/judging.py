@@ -279,6 +279,8 @@ class JudgingMixin:
             v.timings[f"worker_startup_{part}"] = round(secs, 3)
         # host CPU of the worker process, gcc/ptxas children included
         v.timings["worker_cpu_s"], v.timings["worker_job_cpu_s"] = round(report.cpu_s, 3), round(report.job_cpu_s, 3)
+        if report.gpu_peak_bytes:  # GPU platforms: the job's peak of PyTorch-allocated memory, for reading
+            v.timings["worker_gpu_peak_gib"] = round(report.gpu_peak_bytes / 2 ** 30, 3)
 
     def _case_runtime_findings(self, crep: CandidateCaseReport) -> tuple[str | None, str | None, str | None]:
         exempt = POLICY_EXEMPT_DYNAMIC[self.config.policy]

@@ -65,6 +65,27 @@ class _StartupParts:
 _CU_CTX_SCHED_BLOCKING_SYNC = 0x4
 
 
+def reset_gpu_peak() -> None:
+    """Start the job's GPU peak from what the process holds now (a spare's warm-up is not the job's).
+    Nothing on a process that never initialised CUDA: the CPU platform stays without it."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        for i in range(torch.cuda.device_count()):
+            torch.cuda.reset_peak_memory_stats(i)
+
+
+def gpu_peak_bytes() -> int:
+    """The job's peak of PyTorch-allocated GPU memory, summed over the process's devices; 0 without CUDA.
+    Why: session 25's `45_Average_Pooling_2D` ran out of memory through the verifier's own copies, and the
+    re-run after the fix could not say how much room it had made (verdict timing `worker_gpu_peak_gib`)."""
+    import torch
+
+    if not torch.cuda.is_initialized():
+        return 0
+    return sum(torch.cuda.max_memory_allocated(i) for i in range(torch.cuda.device_count()))
+
+
 def _set_blocking_sync(device: str) -> bool:
     """Set the primary context's scheduling flag through the driver API before torch creates the
     context (NVIDIA only; ROCm's hipSetDeviceFlags is not called: not measured on AMD hardware).
@@ -237,6 +258,7 @@ def serve(channel: Any, forked: bool = False) -> int:
     if not line:
         os._exit(0)  # the pool shut down before giving this spare work
     t_job, cpu_job = time.monotonic(), process_cpu_s()  # monotonic: one clock for all processes (Linux)
+    reset_gpu_peak()
     report_path = report_path_of(line)
     result: ReferenceResult | CandidateResult | None = None
     fatal: WorkerFailure | None = None
@@ -267,7 +289,8 @@ def serve(channel: Any, forked: bool = False) -> int:
     cpu_s = process_cpu_s()  # the whole worker's host CPU (start-up and job, gcc/ptxas included)
     report = WorkerReport(result=result, fatal=fatal, startup_s=startup_s, startup_parts=parts.parts,
                           sandbox=dict(APPLIED),  # what the OS sandbox of this process holds (empty: none entered)
-                          job_s=job_s, cpu_s=cpu_s, job_cpu_s=cpu_s - cpu_job, job_received_at=t_job,
+                          job_s=job_s, cpu_s=cpu_s, job_cpu_s=cpu_s - cpu_job, gpu_peak_bytes=gpu_peak_bytes(),
+                          job_received_at=t_job,
                           reported_at=time.monotonic())
     tmp = report_path + ".tmp"
     with open(tmp, "w") as fh:

@@ -385,6 +385,9 @@ class WorkerReport(Message):
     job_s: float  # the job inside the worker: worker_job_s
     cpu_s: float  # the process's host CPU, start-up and compilers included: worker_cpu_s
     job_cpu_s: float  # the same for the job alone: worker_job_cpu_s
+    # the job's peak of PyTorch-allocated GPU memory, summed over the process's devices (0 on the CPU):
+    # worker_gpu_peak_gib. Read it, never judge by it: a candidate in the same process can reset the counter
+    gpu_peak_bytes: int
     job_received_at: float  # monotonic time the worker had the job
     reported_at: float  # monotonic time the report was complete
 
