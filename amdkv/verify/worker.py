@@ -16,6 +16,7 @@ Two kinds of job:
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import sys
@@ -70,9 +71,10 @@ def reset_gpu_peak() -> None:
     Nothing on a process that never initialised CUDA: the CPU platform stays without it."""
     import torch
 
-    if torch.cuda.is_initialized():
-        for i in range(torch.cuda.device_count()):
-            torch.cuda.reset_peak_memory_stats(i)
+    with contextlib.suppress(Exception):  # a number for reading must never cost the job its report
+        if torch.cuda.is_initialized():
+            for i in range(torch.cuda.device_count()):
+                torch.cuda.reset_peak_memory_stats(i)
 
 
 def gpu_peak_bytes() -> int:
@@ -81,9 +83,12 @@ def gpu_peak_bytes() -> int:
     re-run after the fix could not say how much room it had made (verdict timing `worker_gpu_peak_gib`)."""
     import torch
 
-    if not torch.cuda.is_initialized():
+    try:
+        if not torch.cuda.is_initialized():
+            return 0
+        return sum(torch.cuda.max_memory_allocated(i) for i in range(torch.cuda.device_count()))
+    except Exception:  # noqa: BLE001 - (after a sticky device error, say) the report goes without the number
         return 0
-    return sum(torch.cuda.max_memory_allocated(i) for i in range(torch.cuda.device_count()))
 
 
 def _set_blocking_sync(device: str) -> bool:
