@@ -40,9 +40,9 @@ def _library_identity() -> dict[str, Any]:
     import triton
 
     import amdkv
-    from amdkv.env import git_hash
+    from amdkv.env import git_hash, source_hash
 
-    return {"amdkv": amdkv.__version__, "git": git_hash(), "torch": torch.__version__,
+    return {"amdkv": amdkv.__version__, "git": git_hash(), "source": source_hash(), "torch": torch.__version__,
             "triton": triton.__version__}
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import os
 import re
 import shlex
@@ -26,6 +25,7 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
+from amdkv.env import tree_hash
 from amdkv.errors import InfrastructureError
 
 COMPAT_INCLUDE = Path(__file__).resolve().parent / "hip_compat" / "include"
@@ -42,11 +42,7 @@ def build_cache_dir() -> Path:
 @functools.lru_cache(maxsize=1)
 def compat_headers_hash() -> str:
     """Hash of the compatibility headers: a change to them invalidates cached builds."""
-    h = hashlib.sha256()
-    for p in sorted(COMPAT_INCLUDE.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(COMPAT_INCLUDE)).encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()[:16]
+    return tree_hash(COMPAT_INCLUDE)[:16]
 
 
 @functools.lru_cache(maxsize=1)
