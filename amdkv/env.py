@@ -42,6 +42,13 @@ def source_hash() -> str:
     return tree_hash(Path(amdkv.__file__).resolve().parent)
 
 
+def describe_library(env: dict[str, Any]) -> str:
+    """"amdkv VERSION (git COMMIT, source HASH)" from a collected env, for every report's header (the source
+    hash is left out of reports made before session 26, which have none)."""
+    source = f", source {env['amdkv_source']}" if env.get("amdkv_source") else ""
+    return f"amdkv {env.get('amdkv')} (git {env.get('amdkv_git')}{source})"
+
+
 def tree_hash(root: Path) -> str:
     """SHA-256 (hex) over the files under `root`, each path (relative, POSIX) and its bytes, sorted by
     path; `__pycache__` folders left out (bytecode is made from the sources hashed here). The library's

@@ -70,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from report_files import write_report  # noqa: E402
 
+from amdkv.env import describe_library  # noqa: E402
 from amdkv.process import kill_group  # noqa: E402
 from amdkv.verify.api import NOT_STARTED_BEFORE_DEADLINE  # noqa: E402
 
@@ -645,7 +646,7 @@ def slowest_tasks(amdkv: dict[str, Any], n: int = 8) -> str:
 # -------------------------------------------------------------------------------------------- report
 def markdown(report: dict[str, Any]) -> str:
     out = [f"# External benchmarks on {report['device']} (platform {report['platform']})", "",
-           f"amdkv {report['env'].get('amdkv')} (git {report['env'].get('amdkv_git')}), torch {report['env'].get('torch')}, "
+           f"{describe_library(report['env'])}, torch {report['env'].get('torch')}, "
            f"triton {report['env'].get('triton')}; {report['created']}. Platform `cuda` numbers are NVIDIA numbers, "
            "not AMD ones.", ""]
     for key, title in (("kb", "KernelBench level 1"), ("tbg", "TritonBench-G"), ("rocm", "ROCmBench")):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from amdkv.env import describe_library
 from amdkv.evaluation.format import (breakdown_columns, fmt_cell, fmt_ci, fmt_value, metric_names,
                                      not_reportable_reason, plural)
 
@@ -37,7 +38,7 @@ def header_lines(m: dict[str, Any]) -> list[str]:
         f"status counts: " + ", ".join(f"{k} {v}" for k, v in (m.get("status_counts") or {}).items()),
         f"- **settings:** k = {settings.get('ks')}, p = {settings.get('ps')}, trials = {settings.get('trials')}, "
         f"bootstrap = {settings.get('bootstrap')} (seed {settings.get('seed')}), 95% intervals over tasks",
-        f"- **amdkv:** {m.get('env', {}).get('amdkv')} (git {m.get('env', {}).get('amdkv_git')}), "
+        f"- **amdkv:** {describe_library(m.get('env', {})).removeprefix('amdkv ')}, "
         f"torch {m.get('env', {}).get('torch')}, triton {m.get('env', {}).get('triton')}; created {m.get('created')}",
     ]
     excluded = m.get("excluded_samples") or {}
