@@ -43,10 +43,10 @@ def source_hash() -> str:
 
 
 def describe_library(env: dict[str, Any]) -> str:
-    """"amdkv VERSION (git COMMIT, source HASH)" from a collected env, for every report's header (the source
-    hash is left out of reports made before session 26, which have none)."""
+    """"VERSION (git COMMIT, source HASH)" of amdkv from a collected env, for every report's header (the
+    source hash is left out of reports made before session 26, which have none)."""
     source = f", source {env['amdkv_source']}" if env.get("amdkv_source") else ""
-    return f"amdkv {env.get('amdkv')} (git {env.get('amdkv_git')}{source})"
+    return f"{env.get('amdkv')} (git {env.get('amdkv_git')}{source})"
 
 
 def tree_hash(root: Path) -> str:

@@ -190,29 +190,42 @@ def shard_tasks(spec: str, shard: tuple[int, int], only: frozenset[str] = frozen
     return [t for t in tasks if t.id in only]
 
 
+class UnreadableReport(ValueError):
+    """An earlier report an option names that cannot be used: its message says which file and why."""
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """An earlier external_gpu.json (one call's or a merge), parsed; UnreadableReport for a missing file, one
+    that is not JSON, or JSON that is not such a report. Every reader of earlier reports goes through it."""
+    try:
+        report = json.loads(path.read_text())
+    except OSError as exc:
+        raise UnreadableReport(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise UnreadableReport(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), dict):
+        raise UnreadableReport(f"{path}: not an external_gpu.json report (no \"benchmarks\")")
+    return report
+
+
 def unreadable_reports(paths: Path | list[Path] | None) -> str:
-    """Why some of the earlier reports an option names cannot be read (a missing file, not JSON, not an
-    external_gpu.json), or "": checked before anything runs, so a typo costs no device time and no traceback
-    (session 26: a --skip-done path that was not on the GPU machine ended a call in a FileNotFoundError)."""
+    """Why some of the earlier reports an option names cannot be read (`read_report`'s reasons, every bad
+    file at once), or "": checked before anything runs, so a typo costs no device time and no traceback
+    (session 26: a --skip-done path that was not on the GPU machine ended a call in a FileNotFoundError).
+    Each report is then parsed once more where it is used: a few MB at most, once per run."""
     problems = []
     for path in [paths] if isinstance(paths, Path) else paths or []:
         try:
-            report = json.loads(path.read_text())
-        except OSError as exc:
-            problems.append(f"{path}: cannot be read ({exc.strerror or exc})")
-            continue
-        except ValueError as exc:
-            problems.append(f"{path}: not JSON ({exc})")
-            continue
-        if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), dict):
-            problems.append(f"{path}: not an external_gpu.json report (no \"benchmarks\")")
+            read_report(path)
+        except UnreadableReport as exc:
+            problems.append(str(exc))
     return "; ".join(problems) + ("; name the external_gpu.json of an earlier call or merge" if problems else "")
 
 
 def report_side(report: Path, key: str, side: str = "amdkv") -> dict[str, Any] | None:
     """Benchmark `key`'s side ("amdkv" or "harness") in an earlier report (external_gpu.json, one call's or
     a merge), or None."""
-    return ((json.loads(report.read_text()).get("benchmarks") or {}).get(key) or {}).get(side)
+    return (read_report(report)["benchmarks"].get(key) or {}).get(side)
 
 
 def amdkv_from(previous: Path, key: str, spec: str, shard: tuple[int, int],
@@ -646,7 +659,7 @@ def slowest_tasks(amdkv: dict[str, Any], n: int = 8) -> str:
 # -------------------------------------------------------------------------------------------- report
 def markdown(report: dict[str, Any]) -> str:
     out = [f"# External benchmarks on {report['device']} (platform {report['platform']})", "",
-           f"{describe_library(report['env'])}, torch {report['env'].get('torch')}, "
+           f"amdkv {describe_library(report['env'])}, torch {report['env'].get('torch')}, "
            f"triton {report['env'].get('triton')}; {report['created']}. Platform `cuda` numbers are NVIDIA numbers, "
            "not AMD ones.", ""]
     for key, title in (("kb", "KernelBench level 1"), ("tbg", "TritonBench-G"), ("rocm", "ROCmBench")):
@@ -707,7 +720,7 @@ def harness_from_log(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | N
 def load_run(report_json: Path) -> dict[str, Any]:
     """A finished run's report, each harness phase the call's limit cut (the report says "not
     finished") rebuilt from the harness.jsonl beside the JSON, which has every job that finished."""
-    report = json.loads(report_json.read_text())
+    report = read_report(report_json)
     log = report_json.with_name("harness.jsonl")
     rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
     for key, b in report["benchmarks"].items():

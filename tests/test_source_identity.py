@@ -58,8 +58,8 @@ def test_the_verdict_cache_identity_changes_with_the_source(monkeypatch: pytest.
 
 def test_every_report_header_names_the_source_when_the_env_has_it() -> None:
     assert env.describe_library({"amdkv": "0.1.0", "amdkv_git": "abc", "amdkv_source": "f00d"}) == \
-        "amdkv 0.1.0 (git abc, source f00d)"
-    assert env.describe_library({"amdkv": "0.1.0", "amdkv_git": None}) == "amdkv 0.1.0 (git None)"  # older reports
+        "0.1.0 (git abc, source f00d)"
+    assert env.describe_library({"amdkv": "0.1.0", "amdkv_git": None}) == "0.1.0 (git None)"  # older reports
     from amdkv.evaluation.report_md import header_lines
 
     line = next(x for x in header_lines({"env": {"amdkv": "0.1.0", "amdkv_git": "abc", "amdkv_source": "f00d"},

@@ -186,7 +186,7 @@ def render_html(m: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
     b.append(f"<li>k = {esc(settings.get('ks'))}, p = {esc(settings.get('ps'))}, trials = "
              f"{esc(settings.get('trials'))}, bootstrap = {esc(settings.get('bootstrap'))} "
              f"(seed {esc(settings.get('seed'))}); intervals are 95% percentile bootstraps over tasks</li>")
-    b.append(f"<li>{esc(describe_library(env))}, torch {esc(env.get('torch'))}, "
+    b.append(f"<li>amdkv {esc(describe_library(env))}, torch {esc(env.get('torch'))}, "
              f"triton {esc(env.get('triton'))}, device {esc(m.get('device'))}; created {esc(m.get('created'))}</li>")
     excluded = m.get("excluded_samples") or {}
     if any(excluded.values()):

@@ -38,7 +38,7 @@ def header_lines(m: dict[str, Any]) -> list[str]:
         f"status counts: " + ", ".join(f"{k} {v}" for k, v in (m.get("status_counts") or {}).items()),
         f"- **settings:** k = {settings.get('ks')}, p = {settings.get('ps')}, trials = {settings.get('trials')}, "
         f"bootstrap = {settings.get('bootstrap')} (seed {settings.get('seed')}), 95% intervals over tasks",
-        f"- **amdkv:** {describe_library(m.get('env', {})).removeprefix('amdkv ')}, "
+        f"- **amdkv:** {describe_library(m.get('env', {}))}, "
         f"torch {m.get('env', {}).get('torch')}, triton {m.get('env', {}).get('triton')}; created {m.get('created')}",
     ]
     excluded = m.get("excluded_samples") or {}

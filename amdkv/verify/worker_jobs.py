@@ -83,8 +83,8 @@ def verifier_copies_note(trials: list[Any], extra_copy: str) -> str:
     `45_Average_Pooling_2D`). `trials`: the case's resident trial inputs; `extra_copy`: what one
     more copy of a trial's inputs the verifier held at the failure was (a checked call's guarded
     copy, the timing's clone), "" for none. Empty when nothing the verifier holds is on a device."""
-    per_trial = [sum(leaf.numel() * leaf.element_size() for leaf in flatten_outputs(t)
-                     if isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu") for t in trials]
+    per_trial = [_nbytes([leaf for leaf in flatten_outputs(t)
+                          if isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu"]) for t in trials]
     resident = sum(per_trial)
     if not resident:
         return ""
