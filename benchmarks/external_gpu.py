@@ -640,14 +640,20 @@ def benchmark_entry(key: str, amdkv: dict[str, Any], harness: dict[str, Any]) ->
                                   if amdkv["tasks"].get(t, {}).get("status") != "ok"}}
 
 
-def judged_first(candidates: dict[str, str], verdicts: dict[str, dict[str, Any]]) -> dict[str, str]:
+def judged_first(candidates: dict[str, str], verdicts: dict[str, dict[str, Any]],
+                 judged_only: bool = False) -> dict[str, str]:
     """The harness phase's order: first the tasks amdkv judged, then those its budget left unstarted.
     A harness phase cut by its budget then still covers the tasks both sides can be compared on (in
-    session 13 both phases ran in the suite's order and only their common prefix was comparable)."""
+    session 13 both phases ran in the suite's order and only their common prefix was comparable).
+
+    `judged_only` (--harness-judged-only): the unjudged are left out, so a run that times both sides over
+    the same candidates spends no harness time on tasks amdkv's budget left unstarted (session 27's plan
+    step 4: the two phases' times are then over one set of candidates)."""
     def unjudged(tid: str) -> bool:
         v = verdicts.get(tid) or {}
         return v.get("status") == "infra_error" or v.get("reason") == NOT_STARTED_BEFORE_DEADLINE
-    return dict(sorted(candidates.items(), key=lambda item: unjudged(item[0])))
+    ordered = sorted(candidates.items(), key=lambda item: unjudged(item[0]))
+    return {tid: src for tid, src in ordered if not (judged_only and unjudged(tid))}
 
 
 def slowest_tasks(amdkv: dict[str, Any], n: int = 8) -> str:
@@ -864,6 +870,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="every harness phase's jobs end by this many seconds after the phase began: a job still "
                          "running then is stopped and listed \"not run (deadline)\", so --skip-done runs it again "
                          "(default: none; the budget stops new jobs and the per-job limits bound running ones)")
+    ap.add_argument("--harness-judged-only", action="store_true",
+                    help="the harness runs only the candidates amdkv judged in this call (not those its budget left "
+                         "unstarted), so both sides' times are over the same candidates")
     ap.add_argument("--only", default="kb,tbg,rocm", help="benchmarks to run, in this order: kb,tbg,rocm")
     ap.add_argument("--task", action="append", default=[],
                     help="only this task id (repeatable), of the --shard's tasks: a long one again on its own")
@@ -961,7 +970,8 @@ def main(argv: list[str] | None = None) -> int:
         print(slowest_tasks(amdkv), flush=True)
         # amdkv's verdicts (with each task's seconds) are kept even if the call ends in the harness phase
         # (both H200 calls of 2026-12-02 did, after one reference ran for minutes past the budget)
-        candidates = judged_first(amdkv.pop("reference_candidates"), amdkv["tasks"])
+        candidates = judged_first(amdkv.pop("reference_candidates"), amdkv["tasks"],
+                                  judged_only=args.harness_judged_only)
         report["benchmarks"][key] = benchmark_entry(key, amdkv, {"unavailable": "not finished: the run ended "
                                                                                "during this phase"})
         write_report(out, "external_gpu", report, markdown)

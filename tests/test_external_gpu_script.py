@@ -286,14 +286,16 @@ def test_rerender_rebuilds_a_cut_harness_phase_from_its_log(tmp_path: Path) -> N
 
 
 def test_the_harness_phase_starts_with_the_tasks_amdkv_judged() -> None:
-    """A harness phase cut by its budget must cover what both sides can be compared on first."""
+    """A harness phase cut by its budget must cover what both sides can be compared on first; with
+    --harness-judged-only (a same-run timing of both sides) it runs those and nothing else."""
     mod = _script()
     late = mod.NOT_STARTED_BEFORE_DEADLINE
     verdicts = {"a": {"status": "infra_error", "reason": late}, "b": {"status": "ok", "reason": None},
                 "c": {"status": "infra_error", "reason": "harness_failure"},
                 "d": {"status": "mismatch", "reason": "values"}}
-    order = list(mod.judged_first({t: f"src {t}" for t in "abcd"}, verdicts))
-    assert order == ["b", "d", "a", "c"]
+    candidates = {t: f"src {t}" for t in "abcd"}
+    assert list(mod.judged_first(candidates, verdicts)) == ["b", "d", "a", "c"]
+    assert mod.judged_first(candidates, verdicts, judged_only=True) == {"b": "src b", "d": "src d"}
 
 
 def test_shards_split_a_suite_and_rerender_merges_the_calls(tmp_path: Path) -> None:

@@ -48,10 +48,11 @@ def test_a_background_learning_run_outlives_its_call_and_is_collected_later(tmp_
 
 
 def test_a_background_benchmark_plan_runs_its_steps_and_is_collected_later(tmp_path: Path) -> None:
-    """The plan's three steps for real on `cpu` with our KernelBench fixture (two problems): an earlier report
+    """The plan's four steps for real on `cpu` with our KernelBench fixture (two problems): an earlier report
     judged both and one is named again (KB_RERUN, as after a fix), so step 1 runs that one alone, step 2
     merges (its new row replaces the old; both `ok`), step 3 runs the harness side against the merge (the
-    harness's code is not in the fixtures: "unavailable", said per task)."""
+    harness's code is not in the fixtures: "unavailable", said per task), and step 4 runs both sides again
+    in the same run (both problems judged anew, not carried from the merge)."""
     data = REPO / "tests" / "data" / "external"
     first = tmp_path / "first"
     mod_args = [sys.executable, str(REPO / "benchmarks" / "external_gpu.py"), "--device", "cpu", "--only", "kb",
@@ -62,10 +63,10 @@ def test_a_background_benchmark_plan_runs_its_steps_and_is_collected_later(tmp_p
     env = {"EXT_KERNELBENCH": str(data / "kernelbench"), "EXT_GEAK": str(data / "rocm"),
            "EXT_TRITONBENCH": str(data / "tritonbench"), "EXTBG_SCRIPT": "benchmarks/plans/kb_level1_finish.sh",
            "KB_MERGED": str(first / "external_gpu.json"), "KB_RERUN": "level1/1_Tiny_add", "KB_HARNESS_DONE": "",
-           "PLAN_FLAGS": "--device cpu", "EXTBG_S": "400"}
+           "PLAN_FLAGS": "--device cpu", "EXTBG_S": "500", "KB_SAME_RUN_MIN_S": "120"}
     started, seconds = _gpu_check(tmp_path / "call1", "extbg", **env)
     assert "step extbg: started" in started and seconds < 30, (seconds, started[-2000:])
-    collected, _ = _gpu_check(tmp_path / "call2", "extwait", EXTWAIT_S="400")
+    collected, _ = _gpu_check(tmp_path / "call2", "extwait", EXTWAIT_S="500")
     assert "step extwait: finished (rc 0)" in collected, collected[-3000:]
     with tarfile.open(tmp_path / "call2" / "extwait.tgz") as tgz:
         tgz.extractall(tmp_path / "back", filter="data")
@@ -77,7 +78,12 @@ def test_a_background_benchmark_plan_runs_its_steps_and_is_collected_later(tmp_p
     assert merged["status_counts"] == {"ok": 2} and len(merged["tasks"]) == 2
     assert merged["tasks"]["level1/1_Tiny_add"] == one["tasks"]["level1/1_Tiny_add"]  # the re-run's row stands
     assert harness["amdkv"]["tasks"] == merged["tasks"] and "unavailable" in harness["harness"]
-    assert "plan step 3: rc 0" in (back / "log.txt").read_text()
+    same = json.loads((back / "same_run" / "external_gpu.json").read_text())["benchmarks"]["kb"]
+    assert same["amdkv"]["status_counts"] == {"ok": 2} and "from_call" not in same["amdkv"], same["amdkv"]
+    assert same["amdkv"]["tasks"]["level1/1_Tiny_add"] != merged["tasks"]["level1/1_Tiny_add"]  # judged anew
+    assert "unavailable" in same["harness"]
+    log = (back / "log.txt").read_text()
+    assert "plan step 3: rc 0" in log and "plan step 4: rc 0" in log, log[-3000:]
 
 
 def _alive(pid: int) -> bool:
@@ -107,13 +113,13 @@ def test_clean_removes_what_earlier_calls_left_and_says_what_is_free(tmp_path: P
 
 
 def test_the_level1_plan_defaults_name_reports_that_are_in_the_repository() -> None:
-    """The plan's defaults (session 26's merge, the harness reports of sessions 25 and 26, nothing to re-run)
+    """The plan's defaults (session 26's merge, the harness reports of sessions 25-27, nothing to re-run)
     are what the next GPU call reads on the machine: a moved or renamed file would cost device time to find
     out, and a harness report left out of the list would run its problems again."""
     script = (REPO / "benchmarks" / "plans" / "kb_level1_finish.sh").read_text()
     folders = {line.split("=", 1)[0]: REPO / line.split("=", 1)[1]
                for line in script.splitlines() if re.match(r"S2\d=", line)}
-    assert set(folders) == {"S25", "S26"}
+    assert set(folders) == {"S25", "S26", "S27"}
     merged = json.loads((folders["S26"] / "ext_kb_level1_merged.json").read_text())["benchmarks"]["kb"]["amdkv"]["tasks"]
     assert len(merged) == 100 and {r["status"] for r in merged.values()} == {"ok"}
     assert 'RERUN="${KB_RERUN-}"' in script
@@ -123,7 +129,7 @@ def test_the_level1_plan_defaults_name_reports_that_are_in_the_repository() -> N
         var, name = ref.lstrip("$").split("/")
         side = json.loads((folders[var] / name).read_text())["benchmarks"]["kb"]["harness"]["tasks"]
         ran |= {t for t, r in side.items() if not r.get("not_run")}
-    # every harness report in the two folders is named, and together they ran 76 problems, all in the merge
+    # every harness report in the three folders is named, and together they ran 98 problems, all in the merge
     assert sorted(default) == sorted(f"${var}/{p.name}" for var, folder in folders.items()
                                      for p in folder.glob("step3_harness_*.json"))
-    assert len(ran) == 76 and ran <= set(merged)
+    assert len(ran) == 98 and ran <= set(merged)

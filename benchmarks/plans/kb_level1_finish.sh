@@ -6,7 +6,12 @@
 #   2. KB_MERGED and step 1 merged (--rerender --later-replaces: step 1's rows replace not-started and re-run ones);
 #   3. KernelBench's own harness over the whole level, smallest first, every job ending 40 s before the run's
 #      deadline (--harness-deadline; --amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a
-#      call before ran some), one job at a time as KernelBench runs it, up to 300 s a job.
+#      call before ran some), one job at a time as KernelBench runs it, up to 300 s a job;
+#   4. both sides again in this run, over the same candidates, smallest first, from an empty reference cache
+#      (--harness-judged-only): amdkv's side gets a quarter of what is left, the harness the rest. Why: steps 1-3
+#      put together the level's verdicts from many calls and sessions, so their times are not one run's; the
+#      issue asks for both sides' candidates per minute measured in the same call, and this is the largest
+#      same-run measurement the time left allows. KB_SAME_RUN=0 leaves it out; it needs KB_SAME_RUN_MIN_S (300).
 # Why one background run and not a call per step: a call's step must end inside the device tool's 10
 # minutes, so each call left ~100-150 s of budget unused for a large problem that might start at its end
 # (session 24: calls ended at 366-455 s of 560), and a cut step loses the verdict in flight. The run's
@@ -17,15 +22,17 @@
 # bg_start); KB_MERGED (the amdkv side so far), KB_RERUN (task ids whose amdkv side runs again,
 # space-separated), KB_HARNESS_DONE (reports whose harness rows to skip, space-separated), KB_AMDKV_S
 # (start budget of step 1, default 700), PLAN_FLAGS (added to every run: `--device cpu` in the test).
-# The defaults go on from session 26: its merge (amdkv's side of all 100, `45_Average_Pooling_2D` re-run
-# after the fix for the verifier's own copies), nothing to re-run, and the harness reports of sessions 25
-# and 26 (76 problems run). With nothing left on amdkv's side, step 1 says so and step 3 runs the harness.
+# The defaults go on from session 27: session 26's merge (amdkv's side of all 100, `45_Average_Pooling_2D` re-run
+# after the fix for the verifier's own copies), nothing to re-run, and the harness reports of sessions 25-27 (98
+# problems run; `4_Matrix_vector_multiplication_` and `45_Average_Pooling_2D` left). With nothing left on amdkv's
+# side, step 1 says so and step 3 runs the harness.
 set -u
 S25=docs/results/2026-12-06-session25-h100
 S26=docs/results/2026-12-06-session26-h100
+S27=docs/results/2026-12-06-session27-h100
 MERGED="${KB_MERGED:-$S26/ext_kb_level1_merged.json}"
 RERUN="${KB_RERUN-}"
-HARNESS_DONE="${KB_HARNESS_DONE-$S25/step3_harness_a.json $S25/step3_harness_b.json $S26/step3_harness_c.json $S26/step3_harness_d.json $S26/step3_harness_e.json $S26/step3_harness_f.json}"
+HARNESS_DONE="${KB_HARNESS_DONE-$S25/step3_harness_a.json $S25/step3_harness_b.json $S26/step3_harness_c.json $S26/step3_harness_d.json $S26/step3_harness_e.json $S26/step3_harness_f.json $S27/step3_harness_g.json $S27/step3_harness_h.json}"
 OUTD="$BG_DIR/out"
 mkdir -p "$OUTD"
 left() { echo $(( BG_DEADLINE - $(date +%s) )); }
@@ -62,3 +69,24 @@ run --out "$OUTD/harness" $EXT_ARGS --only kb --shard 0/1 --amdkv-from "$AMDKV_S
   --budgets "kb_harness=$(( HARNESS_END - 60 ))" --harness-deadline "$HARNESS_END" --kb-harness-timeout 300 \
   ${HARNESS_DONE:+--skip-done $HARNESS_DONE}
 echo "plan step 3: rc $?"
+
+echo "== plan step 4: both sides in this run, over the same candidates ($(left) s left)"
+SAME_LEFT=$(( $(left) - 40 ))
+if [ "${KB_SAME_RUN:-1}" = 0 ]; then
+  echo "plan step 4: left out (KB_SAME_RUN=0)"
+elif [ "$SAME_LEFT" -lt "${KB_SAME_RUN_MIN_S:-300}" ]; then
+  echo "plan step 4: left out, $SAME_LEFT s left (it needs KB_SAME_RUN_MIN_S: ${KB_SAME_RUN_MIN_S:-300})"
+else
+  # amdkv a quarter: on the smallest problems it judged ~3 s a candidate with 4 jobs and the harness ~8-14 s
+  # (sessions 14 and 25), so a quarter lets the harness reach about the same candidates in the rest. Its
+  # budget stops new verifications; those in flight may finish after it, and loading the level takes ~20 s
+  # before it starts: 90 s are kept for both. The harness's jobs end by the run's deadline less 40 s (its
+  # --harness-deadline counts from its own phase's start) and none starts in the minute before that.
+  SAME_AMDKV=$(( SAME_LEFT / 4 ))
+  SAME_HARNESS_END=$(( SAME_LEFT - SAME_AMDKV - 90 ))
+  # shellcheck disable=SC2086
+  run --out "$OUTD/same_run" $EXT_ARGS --only kb --shard 0/1 --harness-judged-only \
+    --budgets "kb=$SAME_AMDKV,kb_harness=$(( SAME_HARNESS_END - 60 ))" --harness-deadline "$SAME_HARNESS_END" \
+    --kb-harness-timeout 300
+  echo "plan step 4: rc $?"
+fi
