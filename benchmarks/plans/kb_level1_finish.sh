@@ -8,7 +8,7 @@
 #      deadline (--harness-deadline; --amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a
 #      call before ran some), one job at a time as KernelBench runs it, up to 300 s a job;
 #   4. both sides again in this run, over the same candidates, smallest first, from an empty reference cache
-#      (--harness-judged-only): amdkv's side gets a quarter of what is left, the harness the rest. Why: steps 1-3
+#      (--harness-judged-only): amdkv's side gets a fifth of what is left, the harness the rest. Why: steps 1-3
 #      put together the level's verdicts from many calls and sessions, so their times are not one run's; the
 #      issue asks for both sides' candidates per minute measured in the same call, and this is the largest
 #      same-run measurement the time left allows. KB_SAME_RUN=0 leaves it out; it needs KB_SAME_RUN_MIN_S (300).
@@ -77,12 +77,14 @@ if [ "${KB_SAME_RUN:-1}" = 0 ]; then
 elif [ "$SAME_LEFT" -lt "${KB_SAME_RUN_MIN_S:-300}" ]; then
   echo "plan step 4: left out, $SAME_LEFT s left (it needs KB_SAME_RUN_MIN_S: ${KB_SAME_RUN_MIN_S:-300})"
 else
-  # amdkv a quarter: on the smallest problems it judged ~3 s a candidate with 4 jobs and the harness ~8-14 s
-  # (sessions 14 and 25), so a quarter lets the harness reach about the same candidates in the rest. Its
-  # budget stops new verifications; those in flight may finish after it, and loading the level takes ~20 s
+  # amdkv a fifth: over the smallest 55 problems its verdicts took about as long each as the harness's jobs
+  # (653 s summed against 700 s, sessions 23-25), and it runs 4 at a time where the harness runs one, so a
+  # fifth lets the harness reach about the same candidates in the rest (session 14's 30 smallest, beside a
+  # training run: 3.1 s a candidate against 7.9 s, which would give a quarter). If amdkv judges fewer, the
+  # harness ends early and the run with it. Its budget stops new verifications; those in flight may finish after it, and loading the level takes ~20 s
   # before it starts: 90 s are kept for both. The harness's jobs end by the run's deadline less 40 s (its
   # --harness-deadline counts from its own phase's start) and none starts in the minute before that.
-  SAME_AMDKV=$(( SAME_LEFT / 4 ))
+  SAME_AMDKV=$(( SAME_LEFT / 5 ))
   SAME_HARNESS_END=$(( SAME_LEFT - SAME_AMDKV - 90 ))
   # shellcheck disable=SC2086
   run --out "$OUTD/same_run" $EXT_ARGS --only kb --shard 0/1 --harness-judged-only \
