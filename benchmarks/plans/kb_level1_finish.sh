@@ -59,7 +59,8 @@ if [ -f "$OUTD/amdkv/external_gpu.json" ]; then
 fi
 
 echo "== plan step 3: KernelBench's harness ($(left) s left)"
-# a job runs at most 300 s (45_Average_Pooling_2D, last, an estimated ~240), and every job ends 40 s before the
+# a job runs at most 300 s (45_Average_Pooling_2D, 16 GiB, last: ~120-180 s expected, twice the 60-88 s measured
+# for the 8-GiB problems in sessions 26-27; ~240 s by session 25's estimate), and every job ends 40 s before the
 # run's deadline (--harness-deadline: one still running then is "not run (deadline)" and the next run's
 # --skip-done starts it again); none starts in the last minute before that. Before session 26 no job started in
 # the last 320 s, kept for a job that mostly took a minute.
