@@ -467,7 +467,7 @@ def run_harness(name: str, jobs: list[dict[str, Any]], *, workers: int, budget: 
             wall = time.monotonic() - start
             if until_deadline < per_job_timeout:  # stopped by the deadline, not by the per-job limit
                 return job["task_id"], {"ok": False, "not_run": "deadline", "wall_s": round(wall, 2)}
-            return job["task_id"], {"ok": False, "timeout": per_job_timeout, "wall_s": wall}
+            return job["task_id"], {"ok": False, "timeout": per_job_timeout, "wall_s": round(wall, 2)}
         finally:
             with lock:
                 live.discard(proc)

@@ -650,15 +650,16 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
             return leaves, launches, compute_ops, findings
 
         case_out: dict[str, Any] = {"trials": [], "recheck": None}
-        verifier_extra_copy = [""]  # what copy of a trial's inputs the verifier holds beside the resident ones
+        verifier_extra_copy = ""  # what copy of a trial's inputs the verifier holds beside the resident ones
 
         def checked_call(inputs: list[Any]) -> Any:
             """One checked call, recorded in the case report like every other: the re-check and
             after-timing calls too (their aten ops count, so a candidate cannot fall back to
             PyTorch on those calls alone). Its output leaves, or a marker where they were spilled."""
-            verifier_extra_copy[0] = "the checked call's guarded copy"  # kept when the call raises
+            nonlocal verifier_extra_copy
+            verifier_extra_copy = "the checked call's guarded copy"  # kept when the call raises
             leaves, launches, compute_ops, findings = call(inputs)
-            verifier_extra_copy[0] = ""
+            verifier_extra_copy = ""
             crep.launches.append(launches)
             for k, v in compute_ops.items():
                 crep.compute_ops[k] = crep.compute_ops.get(k, 0) + v
@@ -696,10 +697,10 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                     # the H100 of session 25, which then ran out of memory in the verifier's own check).
                     timed_inputs = ([x.clone() if isinstance(x, torch.Tensor) else x for x in trials[0]]
                                     if resident_inputs else trials[0])  # off: _time_candidate copies them
-                    verifier_extra_copy[0] = "the timing's clone"
+                    verifier_extra_copy = "the timing's clone"
                     crep.timing = measured = _time_candidate(model, timed_inputs, device, cjob.flush_bytes)
                     del timed_inputs
-                    verifier_extra_copy[0] = ""
+                    verifier_extra_copy = ""
                 clock.add_wall("lock_wait", measured.get("lock_wait_s", 0.0))
                 clock.add_wall("lock_held", measured.get("lock_held_s", 0.0))
                 # results re-checked after timing: one more checked call, compared by the parent
@@ -712,7 +713,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep.error = _error_entry(exc, "forward", in_kernel)
             if crep.error.reason == "oom":
-                crep.error.message += verifier_copies_note(trials, verifier_extra_copy[0])
+                crep.error.message += verifier_copies_note(trials, verifier_extra_copy)
             if bounds is not None and bounds.violation is not None:
                 # the refused access is the cause, however the interpreter wrapped it (InterpreterError
                 # from inside a launch would otherwise read as compile_error/triton_compile_error)
