@@ -8,10 +8,10 @@
 #      deadline (--harness-deadline; --amdkv-from the merge; --skip-done KB_HARNESS_DONE's harness rows, when a
 #      call before ran some), one job at a time as KernelBench runs it, up to 300 s a job;
 #   4. both sides again in this run, over the same candidates, smallest first, from an empty reference cache
-#      (--harness-judged-only): amdkv's side gets a fifth of what is left, the harness the rest. Why: steps 1-3
+#      (--harness-judged-only): amdkv's side gets two fifths of what is left, the harness the rest. Why: steps 1-3
 #      put together the level's verdicts from many calls and sessions, so their times are not one run's; the
 #      issue asks for both sides' candidates per minute measured in the same call, and this is the largest
-#      same-run measurement the time left allows. KB_SAME_RUN=0 leaves it out; it needs KB_SAME_RUN_MIN_S (300).
+#      same-run measurement the time left allows. KB_SAME_RUN=0 leaves it out; it needs KB_SAME_RUN_MIN_S (450) left.
 # Why one background run and not a call per step: a call's step must end inside the device tool's 10
 # minutes, so each call left ~100-150 s of budget unused for a large problem that might start at its end
 # (session 24: calls ended at 366-455 s of 560), and a cut step loses the verdict in flight. The run's
@@ -22,17 +22,18 @@
 # bg_start); KB_MERGED (the amdkv side so far), KB_RERUN (task ids whose amdkv side runs again,
 # space-separated), KB_HARNESS_DONE (reports whose harness rows to skip, space-separated), KB_AMDKV_S
 # (start budget of step 1, default 700), PLAN_FLAGS (added to every run: `--device cpu` in the test).
-# The defaults go on from session 27: session 26's merge (amdkv's side of all 100, `45_Average_Pooling_2D` re-run
-# after the fix for the verifier's own copies), nothing to re-run, and the harness reports of sessions 25-27 (98
-# problems run; `4_Matrix_vector_multiplication_` and `45_Average_Pooling_2D` left). With nothing left on amdkv's
-# side, step 1 says so and step 3 runs the harness.
+# The defaults go on from session 28: session 26's merge (amdkv's side of all 100, `45_Average_Pooling_2D` re-run
+# after the fix for the verifier's own copies), nothing to re-run, and the harness reports of sessions 25-28 (all
+# 100 problems run). Steps 1 and 3 find nothing left and say so (rc 1 by design); step 4, both sides in the same
+# run, gets the run's time: what to run again after a change to the verifier or the harness.
 set -u
 S25=docs/results/2026-12-06-session25-h100
 S26=docs/results/2026-12-06-session26-h100
 S27=docs/results/2026-12-06-session27-h100
+S28=docs/results/2026-12-06-session28-h100
 MERGED="${KB_MERGED:-$S26/ext_kb_level1_merged.json}"
 RERUN="${KB_RERUN-}"
-HARNESS_DONE="${KB_HARNESS_DONE-$S25/step3_harness_a.json $S25/step3_harness_b.json $S26/step3_harness_c.json $S26/step3_harness_d.json $S26/step3_harness_e.json $S26/step3_harness_f.json $S27/step3_harness_g.json $S27/step3_harness_h.json}"
+HARNESS_DONE="${KB_HARNESS_DONE-$S25/step3_harness_a.json $S25/step3_harness_b.json $S26/step3_harness_c.json $S26/step3_harness_d.json $S26/step3_harness_e.json $S26/step3_harness_f.json $S27/step3_harness_g.json $S27/step3_harness_h.json $S28/step3_harness_i.json}"
 OUTD="$BG_DIR/out"
 mkdir -p "$OUTD"
 left() { echo $(( BG_DEADLINE - $(date +%s) )); }
@@ -73,20 +74,23 @@ echo "plan step 3: rc $?"
 
 echo "== plan step 4: both sides in this run, over the same candidates ($(left) s left)"
 SAME_LEFT=$(( $(left) - 40 ))
+SAME_AMDKV=$(( SAME_LEFT * 2 / 5 ))
+SAME_HARNESS_END=$(( SAME_LEFT - SAME_AMDKV - 150 ))
 if [ "${KB_SAME_RUN:-1}" = 0 ]; then
   echo "plan step 4: left out (KB_SAME_RUN=0)"
-elif [ "$SAME_LEFT" -lt "${KB_SAME_RUN_MIN_S:-300}" ]; then
-  echo "plan step 4: left out, $SAME_LEFT s left (it needs KB_SAME_RUN_MIN_S: ${KB_SAME_RUN_MIN_S:-300})"
+elif [ "$SAME_LEFT" -lt "${KB_SAME_RUN_MIN_S:-450}" ] || [ "$SAME_HARNESS_END" -lt 120 ]; then
+  echo "plan step 4: left out, $SAME_LEFT s left (it needs KB_SAME_RUN_MIN_S, ${KB_SAME_RUN_MIN_S:-450}, and 120 s for the harness after amdkv's two fifths and the 150 s kept)"
 else
-  # amdkv a fifth: over the smallest 55 problems its verdicts took about as long each as the harness's jobs
-  # (653 s summed against 700 s, sessions 23-25), and it runs 4 at a time where the harness runs one, so a
-  # fifth lets the harness reach about the same candidates in the rest (session 14's 30 smallest, beside a
-  # training run: 3.1 s a candidate against 7.9 s, which would give a quarter). If amdkv judges fewer, the
-  # harness ends early and the run with it. Its budget stops new verifications; those in flight may finish after it, and loading the level takes ~20 s
-  # before it starts: 90 s are kept for both. The harness's jobs end by the run's deadline less 40 s (its
+  # amdkv two fifths, measured (session 28): with a fifth (248 s of budget, its phase 337 s with the level's load
+  # and the verifications still in flight), amdkv judged the smallest 50 and the harness ran the same 50 in 485 s,
+  # ending 358 s before its deadline. 337 / (337 + 485) = 0.41 of the time would have kept both busy. (Session 27
+  # chose a fifth from per-candidate sums of sessions 23-25, 653 s against 700 s over the smallest 55, before
+  # amdkv's phase had been timed whole.) If amdkv judges more than the harness can follow, the harness's deadline
+  # cuts it and it has run a prefix of amdkv's set: the report says how many each side ran. Its budget stops new
+  # verifications; those in flight may finish after it, and loading the level takes ~5-20 s before it starts: 150 s
+  # are kept for both (session 28: 94 s, 5 s of load and 89 s of verdicts in flight, the longest 148 s; two fifths
+  # reach larger problems). The harness's jobs end by the run's deadline less 40 s (its
   # --harness-deadline counts from its own phase's start) and none starts in the minute before that.
-  SAME_AMDKV=$(( SAME_LEFT / 5 ))
-  SAME_HARNESS_END=$(( SAME_LEFT - SAME_AMDKV - 90 ))
   # shellcheck disable=SC2086
   run --out "$OUTD/same_run" $EXT_ARGS --only kb --shard 0/1 --harness-judged-only \
     --budgets "kb=$SAME_AMDKV,kb_harness=$(( SAME_HARNESS_END - 60 ))" --harness-deadline "$SAME_HARNESS_END" \
