@@ -69,7 +69,7 @@ class VerifierConfig:
     archs: tuple[str, ...] = _field((), "AMDKV_ARCHS", "AMD targets to also compile for, e.g. `gfx942,gfx950`", verdict=True)
     time_performance: bool = _field(True, "AMDKV_TIME_PERFORMANCE", "time performance cases on GPUs (0: correctness only)", verdict=True)
     compile_baseline: bool = _field(True, "AMDKV_COMPILE_BASELINE", "also time torch.compile of the reference on GPUs", verdict=True)
-    mem_cap_gib: float = _field(8.0, "AMDKV_MEM_CAP_GIB", "address-space cap of a candidate process on cpu (GiB)", verdict=True)
+    mem_cap_gib: float = _field(8.0, "AMDKV_MEM_CAP_GIB", "host memory (RLIMIT_DATA) of a candidate process on cpu (GiB); runtime_error/oom past it", verdict=True)
     gpu_mem_fraction: float | None = _field(None, "AMDKV_GPU_MEM_FRACTION", "a candidate's share of GPU memory (unset: 0.85 / concurrent candidates), raised to twice what its reference needed where that is more (verify/gpu_memory.py); runtime_error/oom past it", verdict=True)
     cache_dir: str = _factory_field(default_cache_dir, "AMDKV_CACHE_DIR", "reference cache (`refs/`), verdict cache (`verdicts/`), HIP builds (`hipbuild/`), compile caches")
     reference_cache_gib: float | None = _field(None, "AMDKV_REFERENCE_CACHE_GIB", "largest size of the reference cache (`refs/`, GiB): least recently used entries are removed before a new reference is computed, never one a verification in any process holds (unset: no limit; docs/verifier.md)")

@@ -67,17 +67,29 @@ def with_package_on_path(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def memory_cap_preexec(max_address_space_bytes: int | None):
-    """A preexec_fn that caps the child's address space (RLIMIT_AS).
+def cap_host_memory(host_memory_bytes: int | None) -> None:
+    """Cap this process's host memory at `host_memory_bytes` of data (RLIMIT_DATA: the heap and
+    private writable mappings, which every allocation of a candidate's tensors, NumPy arrays and
+    Python objects is), and forbid core dumps. None or 0: no memory cap.
 
-    Only used on CPU platforms: CUDA and ROCm runtimes reserve huge virtual ranges, so an
-    address-space cap breaks GPU processes; there the GPU memory cap is enforced instead.
-    """
+    Why the data segment and not the address space (RLIMIT_AS, used on `cpu` before session 28):
+    address space also counts what a process maps without using it. CUDA torch's libraries take
+    gigabytes of it at import, before any GPU is touched, and GPU runtimes reserve huge ranges. On
+    the H100 image, the 8-GiB address-space cap on `cpu` left a candidate less than 256 MiB, so a
+    correct candidate's allocation failed as `runtime_error`/`oom`: a verdict that depended on which
+    torch build was installed. GPU workers' host memory (AMDKV_GPU_HOST_MEM_GIB) was already capped
+    this way (through the OS sandbox), and so was the HIP capture since session 18. What it does not
+    count, shared mappings, is docs/sandbox.md's to say."""
+    if host_memory_bytes:
+        resource.setrlimit(resource.RLIMIT_DATA, (host_memory_bytes, host_memory_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps from crashing candidates
+
+
+def memory_cap_preexec(host_memory_bytes: int | None):
+    """A preexec_fn that applies cap_host_memory(host_memory_bytes) in the child before it execs."""
 
     def _apply() -> None:
-        if max_address_space_bytes:
-            resource.setrlimit(resource.RLIMIT_AS, (max_address_space_bytes, max_address_space_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps from crashing candidates
+        cap_host_memory(host_memory_bytes)
 
     return _apply
 
@@ -103,7 +115,7 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
-                cwd: str | None = None, max_address_space_bytes: int | None = None,
+                cwd: str | None = None, host_memory_bytes: int | None = None,
                 stdin_text: str | None = None, cancel: threading.Event | None = None) -> ProcessResult:
     """Run `argv` to completion or until `timeout` seconds; always reaps the process group.
 
@@ -115,7 +127,7 @@ def run_process(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] |
         list(argv), cwd=cwd, env=dict(env) if env is not None else None,
         stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=memory_cap_preexec(max_address_space_bytes),
+        start_new_session=True, preexec_fn=memory_cap_preexec(host_memory_bytes),
     )
     timed_out = cancelled = False
     try:

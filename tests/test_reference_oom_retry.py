@@ -26,7 +26,7 @@ import pytest
 from amdkv.tasks.builtin import solution_path
 from amdkv.tasks.loader import load_task
 from amdkv.verify.candidate import Candidate
-from amdkv.verify.gpu_memory import is_out_of_memory, says_out_of_memory
+from amdkv.verify.gpu_memory import is_host_out_of_memory, is_out_of_memory, says_out_of_memory
 from amdkv.verify.reference_cache import refs_root
 from amdkv.verify.worker_protocol import ReferenceCaseReport
 from amdkv.verify.shared_exclusive import SharedExclusiveGate
@@ -169,3 +169,15 @@ def test_what_counts_as_out_of_memory() -> None:
     assert not says_out_of_memory("CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm`")
     assert not says_out_of_memory("index 5 is out of bounds for dimension 0 with size 4")
     assert not is_out_of_memory("RuntimeError", "shape mismatch")
+
+
+def test_which_out_of_memory_is_the_hosts() -> None:
+    """A host allocation refused (the worker's host-memory cap) against a device's: the device notes
+    (GPU share, the verifier's device copies) go with the second only."""
+    assert is_host_out_of_memory("RuntimeError", "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                                 "can't allocate memory: you tried to allocate 268435456 bytes. Error code 12")
+    assert is_host_out_of_memory("MemoryError", "")
+    assert is_host_out_of_memory("OSError", "[Errno 12] Cannot allocate memory")
+    assert not is_host_out_of_memory("OutOfMemoryError", "CUDA out of memory. Tried to allocate 1.00 GiB")
+    assert not is_host_out_of_memory("AcceleratorError", "HIP out of memory")
+    assert not is_host_out_of_memory("RuntimeError", "CUDA error: CUBLAS_STATUS_ALLOC_FAILED")

@@ -7,7 +7,7 @@ service's memory (its token), patch the verifier, or hang its event loop. So:
 1. the source is written content-addressed under the config's cache dir
    (`<cache_dir>/task-sources/<sha[:2]>/<sha256>/task_<sha[:12]>.py`), where worker processes can import it;
 2. a child process (`amdkv.tasks.isolated_worker`, through `sandbox.run_python_module`: its own
-   process group, a timeout, the address-space cap, no GPU visible) loads it with the ordinary
+   process group, a timeout, the host-memory cap, no GPU visible) loads it with the ordinary
    `load_task` and writes its description (id, METADATA fields, and per case the name, tags,
    flops, min_bytes and JSON-safe `extra`) as JSON;
 3. this process builds a `Task` from that description, whose cases' `make_inputs` raise if ever
@@ -156,7 +156,7 @@ def load_task_isolated(source: str, *, cache_dir: str | os.PathLike[str], task_i
         env.update(extra_env or {})
         env.update(_NO_GPU)
         res = run_python_module(WORKER_MODULE, [str(path), str(out)], timeout=timeout, env=env, cwd=tmp,
-                                max_address_space_bytes=mem_cap_bytes, start=start,
+                                host_memory_bytes=mem_cap_bytes, start=start,
                                 sandbox=os_sandbox.plan(sandbox, writable=[tmp], readable=[str(path)]))
         report = _read_report(out)
     if report is None:

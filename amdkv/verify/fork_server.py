@@ -82,12 +82,11 @@ def _isolate(env: dict[str, str], cwd: str, stdout_path: str, stderr_path: str, 
     (os_sandbox.enter: the child is still single-threaded, as namespaces and Landlock need), and
     death with the server: a child outlives nothing it was started for."""
     os.setsid()
-    import resource
     import tempfile
 
-    if mem_cap_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (mem_cap_bytes, mem_cap_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    from amdkv.process import cap_host_memory
+
+    cap_host_memory(mem_cap_bytes)
     for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
                             (1, stdout_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND),
                             (2, stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)):
@@ -455,9 +454,9 @@ def kill_forked(pid: int, *, exited: bool) -> None:
 
 
 def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: str,
-               max_address_space_bytes: int | None = None, sandbox: Any = None) -> Any:
+               host_memory_bytes: int | None = None, sandbox: Any = None) -> Any:
     """`python -m MODULE ARGS` in a child forked from the fork server, like sandbox.run_process:
-    own process group killed at the end, address-space cap, stdout/stderr captured (through files
+    own process group killed at the end, host-memory cap, stdout/stderr captured (through files
     in `cwd`), confined by `sandbox` (an os_sandbox.SandboxPlan, or None). Returns a
     sandbox.ProcessResult."""
     import tempfile
@@ -473,7 +472,7 @@ def run_module(module: str, args: Sequence[str], *, timeout: float, env: dict[st
     try:
         pid = server.spawn({"kind": "module", "module": module, "args": list(args), "env": env, "cwd": cwd,
                             "stdout_path": out_path, "stderr_path": err_path,
-                            "mem_cap_bytes": max_address_space_bytes,
+                            "mem_cap_bytes": host_memory_bytes,
                             "sandbox": json.loads(sandbox.to_json()) if sandbox is not None else None})
         code = server.wait(pid, timeout)
         timed_out = code is None

@@ -18,7 +18,10 @@ OUT_OF_MEMORY_TYPES = ("OutOfMemoryError", "MemoryError")
 # "status_alloc_failed": a BLAS/DNN library that cannot allocate its handle or workspace on a full GPU
 # (torch: "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"; hipBLAS and
 # cuDNN name theirs the same way)
-OUT_OF_MEMORY_TEXTS = ("out of memory", "cannot allocate memory", "can't allocate memory", "status_alloc_failed")
+# the host's: ENOMEM's text (a refused mmap or brk under the worker's host-memory cap) and torch's CPU
+# allocator ("DefaultCPUAllocator: can't allocate memory")
+HOST_OUT_OF_MEMORY_TEXTS = ("cannot allocate memory", "can't allocate memory")
+OUT_OF_MEMORY_TEXTS = ("out of memory", "status_alloc_failed") + HOST_OUT_OF_MEMORY_TEXTS
 
 
 def says_out_of_memory(text: str) -> bool:
@@ -34,6 +37,18 @@ def is_out_of_memory(type_name: str, text: str) -> bool:
     """An error reported by name and text (a worker's report): torch's OutOfMemoryError, the host's
     MemoryError, or a text that says so."""
     return type_name in OUT_OF_MEMORY_TYPES or says_out_of_memory(text)
+
+
+def is_host_out_of_memory(type_name: str, text: str) -> bool:
+    """Whether an out-of-memory error (is_out_of_memory) is the host's, not a device's: Python's
+    MemoryError, or a text that names a refused host allocation and no device. Why: the notes a
+    device OOM gets (the candidate's GPU share, the verifier's own copies on the device) say nothing
+    about a host allocation, and read as the cause (session 28's fault suite: the `host OOM` row
+    carried both). The verdict is `runtime_error`/`oom` either way."""
+    if type_name == "MemoryError":
+        return True
+    lowered = text.lower()
+    return any(t in lowered for t in HOST_OUT_OF_MEMORY_TEXTS) and "out of memory" not in lowered
 
 
 def default_gpu_mem_fraction(concurrent: int) -> float:

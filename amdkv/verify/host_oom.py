@@ -5,8 +5,8 @@ Why: on the H100 (2026-12-06) three small KernelBench candidates (`13_Matmul_for
 `16_Matmul_with_transposed_A`, `73_conv_transposed_3D...`) died by SIGKILL beside references of
 several GB; KernelBench's harness passes all three. Workers set `oom_score_adj` 1000, so under host
 memory pressure the killer takes a worker, whichever candidate it happens to be. A candidate's own
-allocations cannot bring the killer: its host memory is capped (RLIMIT_DATA on GPUs, the address
-space on cpu) and fails as `MemoryError`/`oom` first.
+allocations cannot bring the killer: its host memory is capped (RLIMIT_DATA: private memory; shared
+mappings are not counted, docs/sandbox.md) and fails as `MemoryError`/`oom` first.
 
 The sign is the kernel's `oom_kill` counter in /proc/vmstat (Linux 4.13+, host-wide, readable
 without privileges; it counts cgroup OOM kills too). It cannot say which process was killed, so a

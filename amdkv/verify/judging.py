@@ -17,6 +17,7 @@ from amdkv.tasks.types import Task
 from amdkv.verify.compare import COMPARATORS_READING_INPUTS, bitwise_equal, compare_case, compare_rule, to_device
 from amdkv.verify import os_sandbox
 from amdkv.verify.file_lock import exclusive_file_lock
+from amdkv.verify.gpu_memory import is_host_out_of_memory
 from amdkv.verify.host_oom import HOST_OOM_HINT
 from amdkv.verify.pool import gpu_lock_key
 from amdkv.verify.timing import check_consistency as check_timing_consistency
@@ -164,6 +165,30 @@ class JudgingMixin:
         return (fatal.error_type == OutputWriteError.__name__ and self._dtypes_enforced(task)
                 and None not in (need, limit) and limit >= need)
 
+    def memory_cap_note(self, err: Any, proc: Any) -> str:
+        """For an out-of-memory error's message (`err`: a CandidateError), the cap the allocation met.
+        A host allocation (gpu_memory.is_host_out_of_memory): on interpreter platforms
+        AMDKV_MEM_CAP_GIB, always applied (process.cap_host_memory); on GPU platforms
+        AMDKV_GPU_HOST_MEM_GIB, applied by the OS sandbox (none when it is off). A device allocation:
+        the candidate's GPU share or twice its reference's need. "" for any other error."""
+        if err.reason != "oom":
+            return ""
+        if is_host_out_of_memory(err.type, err.message):
+            if self.platform.interpreter:
+                gib, name = self.config.mem_cap_gib, "AMDKV_MEM_CAP_GIB"
+            elif self.config.sandbox != "off":
+                gib, name = self.config.gpu_host_mem_gib, "AMDKV_GPU_HOST_MEM_GIB"
+            else:
+                return ""
+            return (f"\n[host memory cap] a candidate's worker may hold {gib:g} GiB of host memory (its data "
+                    f"segment, RLIMIT_DATA; {name} sets it)")
+        if self.platform.interpreter:
+            return ""
+        floor = getattr(proc, "gpu_mem_floor_bytes", 0) / 2 ** 30
+        return (f"\n[memory cap] a candidate may use its share of the GPU or twice what the reference needed "
+                f"({floor:.2f} GiB here), whichever is more (verify/gpu_memory.py; AMDKV_GPU_MEM_FRACTION "
+                "sets the share)")
+
     def _dtypes_enforced(self, task: Task) -> bool:
         """Whether this verifier's comparison refuses an output of another dtype than the reference's:
         always, except under a benchmark rule without `check_dtype`."""
@@ -207,13 +232,8 @@ class JudgingMixin:
         err = result.error
         if err:
             v.compiled = compiled_after(err.status)
-            cap = ""
-            if err.reason == "oom" and not self.platform.interpreter:
-                floor = getattr(proc, "gpu_mem_floor_bytes", 0) / 2 ** 30
-                cap = (f"\n[memory cap] a candidate may use its share of the GPU or twice what the reference needed "
-                       f"({floor:.2f} GiB here), whichever is more (verify/gpu_memory.py; AMDKV_GPU_MEM_FRACTION "
-                       "sets the share)")
-            return self.finish(v, err.status, err.reason, diag=f"{err.type}: {err.message}{cap}\n{err.traceback}")
+            return self.finish(v, err.status, err.reason,
+                               diag=f"{err.type}: {err.message}{self.memory_cap_note(err, proc)}\n{err.traceback}")
         if load_error is not None or outputs is None:
             return self.finish(v, HACK_DETECTED, "unloadable_outputs",
                                diag=f"the outputs are not plain tensors: {load_error}")
@@ -233,7 +253,7 @@ class JudgingMixin:
                 e = crep.error
                 cres.status, cres.reason, cres.message = e.status, e.reason, f"{e.type}: {e.message}"
                 statuses.append(e.status)
-                v.diagnostics += f"\n[{case.name}] {e.type}: {e.message}\n{e.traceback}"
+                v.diagnostics += f"\n[{case.name}] {e.type}: {e.message}{self.memory_cap_note(e, proc)}\n{e.traceback}"
                 if not compiled_after(e.status):
                     v.compiled = False
                 continue

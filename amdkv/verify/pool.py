@@ -2,7 +2,7 @@
 
 Speed comes from having torch imported and the device initialised before a candidate arrives,
 not from reusing a process (DESIGN.md section 2). Each spare has its own process group, temp
-dir, Triton cache dir and torch-extensions dir, and (on CPU) an address-space cap. A spare is
+dir, Triton cache dir and torch-extensions dir, and a host-memory cap. A spare is
 exec'd or forked from the fork server (worker_process.py, fork_server.py; config `spare_start`).
 Every setting comes from the run's `VerifierConfig`; a worker receives its part as one JSON
 environment variable (`AMDKV_WORKER_SETTINGS`: the `WorkerSettings` message of worker_protocol.py).
@@ -250,7 +250,8 @@ class Spare:
         self.started = time.monotonic()
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
         self._env = env
-        # an address-space cap only where no GPU runtime reserves huge ranges (sandbox.memory_cap_preexec)
+        # the host-memory cap of interpreter platforms (process.cap_host_memory); GPU workers get theirs,
+        # AMDKV_GPU_HOST_MEM_GIB, as the same limit through the OS sandbox (worker_sandbox_plan)
         self._mem_cap = int(config.mem_cap_gib * 2**30) if platform.interpreter else None
         self.start_method = start or start_method(config.spare_start)
         self.fork_failure: str | None = None  # why this spare runs exec'd although fork was asked for

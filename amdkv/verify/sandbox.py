@@ -28,7 +28,7 @@ def python_module_argv(module: str, args: Sequence[str] = (), sandbox: Any = Non
 
 
 def run_python_module(module: str, args: Sequence[str], *, timeout: float, env: Mapping[str, str],
-                      cwd: str, max_address_space_bytes: int | None = None, start: str = "auto",
+                      cwd: str, host_memory_bytes: int | None = None, start: str = "auto",
                       sandbox: Any = None) -> ProcessResult:
     """`python -m MODULE ARGS` under the same rules as run_process, forked from the worker fork
     server when fork_server.start_method(start) says so (it has torch and Triton imported already),
@@ -39,6 +39,6 @@ def run_python_module(module: str, args: Sequence[str], *, timeout: float, env: 
 
     if fork_server.start_method(start) == "fork":
         return fork_server.run_module(module, args, timeout=timeout, env=dict(env), cwd=cwd,
-                                      max_address_space_bytes=max_address_space_bytes, sandbox=sandbox)
+                                      host_memory_bytes=host_memory_bytes, sandbox=sandbox)
     return run_process(python_module_argv(module, args, sandbox), timeout=timeout, env=env, cwd=cwd,
-                       max_address_space_bytes=max_address_space_bytes)
+                       host_memory_bytes=host_memory_bytes)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
-from amdkv.verify.gpu_memory import says_out_of_memory
+from amdkv.verify.gpu_memory import is_host_out_of_memory, says_out_of_memory
 from amdkv.verify.output_spill import OutputSpill, budget_under_file_limit, spill_folder_for
 from amdkv.verify.phase_clock import PhaseClock
 from amdkv.verify.worker_protocol import (FILE_SIZE_LIMITED, REFERENCE_PHASES, CandidateCaseReport, CandidateError,
@@ -712,7 +712,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
                 raise
             in_kernel = bool(getattr(exc, "_amdkv_in_kernel", False))
             crep.error = _error_entry(exc, "forward", in_kernel)
-            if crep.error.reason == "oom":
+            if crep.error.reason == "oom" and not is_host_out_of_memory(crep.error.type, crep.error.message):
                 crep.error.message += verifier_copies_note(trials, verifier_extra_copy)
             if bounds is not None and bounds.violation is not None:
                 # the refused access is the cause, however the interpreter wrapped it (InterpreterError

@@ -1,7 +1,7 @@
 """`python -m amdkv.tasks.ingest.check_worker TASK_FILE REPORT_JSON TRIALS`: the checks of one
 ingested row, in the sandboxed process amdkv.tasks.ingest.pipeline starts for it.
 
-The row's code is untrusted: this process has its own process group, an address-space cap and a
+The row's code is untrusted: this process has its own process group, a host-memory cap and a
 timeout (amdkv.verify.sandbox.run_python_module), and before the task file is imported the
 verifier's audit-hook file guard refuses opening files outside the Python installation, the task
 file and this process's work dir, and refuses sockets and subprocesses. It contains accidents and

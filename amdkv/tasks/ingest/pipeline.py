@@ -142,7 +142,7 @@ def sandboxed_check(task_file: Path, trials: int, timeout: float) -> dict[str, A
         env.update({"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "",
                     "TRITON_INTERPRET": "1"})
         res = run_python_module(CHECK_WORKER, [str(task_file), str(report), str(trials)], timeout=timeout, env=env,
-                                cwd=tmp, max_address_space_bytes=8 << 30,  # + the OS sandbox (docs/sandbox.md)
+                                cwd=tmp, host_memory_bytes=8 << 30,  # + the OS sandbox (docs/sandbox.md)
                                 sandbox=os_sandbox.plan(VerifierConfig.from_env().sandbox, writable=[tmp],
                                                         readable=[str(task_file)]))
         if res.timed_out:

@@ -34,7 +34,7 @@ def _distinct_kernels(captures: list[dict]) -> list[str]:
 
 def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dict],
                            archs: Sequence[str] = ("gfx942",), timeout: float = 120,
-                           max_address_space_bytes: int | None = 16 << 30, start: str = "auto",
+                           host_memory_bytes: int | None = 16 << 30, start: str = "auto",
                            sandbox: str = "auto") -> list[ArchResources]:
     """One `ArchResources` per distinct captured launch x arch (`sandbox`: the OS sandbox mode)."""
     archs = list(archs)
@@ -49,7 +49,7 @@ def compile_triton_for_amd(candidate_path: str | os.PathLike, captures: list[dic
         env = with_package_on_path(env)
         plan = os_sandbox.plan(sandbox, writable=[tmp], readable=[str(Path(candidate_path).resolve())])
         res = run_python_module(WORKER_MODULE, [str(job), str(out)], timeout=timeout, env=env,
-                                cwd=tmp, max_address_space_bytes=max_address_space_bytes, start=start, sandbox=plan)
+                                cwd=tmp, host_memory_bytes=host_memory_bytes, start=start, sandbox=plan)
         if res.timed_out:
             why = f"AMD compile timed out after {timeout:.0f} s"
         elif res.returncode == 3:

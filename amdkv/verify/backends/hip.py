@@ -50,15 +50,12 @@ def capture_hip_sources(candidate_path: str | os.PathLike, task_path: str | os.P
             args.append(str(Path(task_path).resolve()))
         env = with_package_on_path(os.environ)
         env["TORCH_EXTENSIONS_DIR"] = str(Path(tmp) / "torch_ext")
-        # The memory cap: the address space (RLIMIT_AS) for a CPU-only capture; with `gpu`, the data
-        # segment (RLIMIT_DATA, through the OS sandbox) instead, because CUDA and ROCm runtimes
-        # reserve huge virtual ranges (process.memory_cap_preexec: an address-space cap is for CPU
-        # processes only), and CUDA torch's libraries alone take gigabytes of it.
-        plan = os_sandbox.plan(sandbox, writable=[tmp], readable=args[:1] + args[2:], gpu=gpu,
-                               data_bytes=CAPTURE_MEMORY_BYTES if gpu else None)
+        # The memory cap: the data segment (process.cap_host_memory), with or without `gpu` and whatever the
+        # sandbox mode. Before session 28 a CPU-only capture capped the address space instead, which CUDA
+        # torch's libraries alone take gigabytes of, and GPU runtimes reserve huge ranges of.
+        plan = os_sandbox.plan(sandbox, writable=[tmp], readable=args[:1] + args[2:], gpu=gpu)
         res = run_python_module(CAPTURE_WORKER, args, timeout=timeout, env=env, cwd=tmp,
-                                max_address_space_bytes=None if gpu else CAPTURE_MEMORY_BYTES, start=start,
-                                sandbox=plan)
+                                host_memory_bytes=CAPTURE_MEMORY_BYTES, start=start, sandbox=plan)
         if res.returncode == 0 and out.is_file():
             return HipCapture(HipCaptureReport.from_json(out.read_text()), worker_error=None)
         why = (f"capture timed out after {timeout:.0f} s" if res.timed_out else

@@ -1,5 +1,5 @@
 """Fault: fills host memory, 256 MiB at a time, up to 1 TiB (passes the static checks: only allocations).
-The worker's memory cap (RLIMIT_AS on cpu, RLIMIT_DATA on GPUs) stops it: runtime_error / oom."""
+The worker's host-memory cap (RLIMIT_DATA) stops it: runtime_error / oom."""
 import torch
 import torch.nn as nn
 import triton
