@@ -6,9 +6,11 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.amdkv-installed
 TORCH   := torch==2.13.0
 TRITON  := triton==3.6.0
-# numpy 2.4 turned int(1-element array) into an error, which breaks loops over scalar kernel
-# arguments under the Triton 3.6 interpreter (measured 2026-11-29): keep numpy below 2.4.
-NUMPY   := numpy==2.3.5
+# numpy 2.4 turned int(1-element array) into an error, which broke loops over scalar kernel
+# arguments under the Triton 3.6 interpreter (measured 2026-11-29; amdkv pinned numpy<2.4 until
+# session 28). verify/interpreter_numpy.py mends that; the tests run on the newest numpy for Python
+# 3.11 on PyPI here, so a NumPy 2.4+ regression shows in CI.
+NUMPY   := numpy==2.4.6
 
 .PHONY: install demo test clean toolchain-hip
 
