@@ -223,9 +223,9 @@ def test_run_python_module_forked_and_exec_behave_alike(monkeypatch, tmp_path):
 
 
 def test_the_host_memory_cap_counts_allocations_not_reserved_address_space(monkeypatch, tmp_path):
-    """A child under a 1-GiB host-memory cap, forked or exec'd as the verifier starts them, first reserves
+    """A child under a 2-GiB host-memory cap, forked or exec'd as the verifier starts them, first reserves
     6 GiB of read-only address space it never uses, as CUDA torch's libraries and GPU runtimes do before a
-    candidate runs; then a 256-MiB allocation must succeed and a 2-GiB one must fail as MemoryError (a
+    candidate runs; then a 256-MiB allocation must succeed and a 4-GiB one must fail as MemoryError (a
     candidate's `runtime_error`/`oom`). Session 28, on the H100 image: under the old address-space cap
     on `cpu`, a correct candidate's 256-MiB allocation failed there. Real processes, nothing mocked."""
     from amdkv.verify.sandbox import run_python_module
@@ -239,14 +239,14 @@ def test_the_host_memory_cap_counts_allocations_not_reserved_address_space(monke
         "print('reserved', flush=True)\n"
         "small = bytearray(256 << 20)\n"
         "print('small allocated', flush=True)\n"
-        "try:\n    big = bytearray(2 << 30)\nexcept MemoryError:\n    print('big refused')\n    sys.exit(0)\n"
+        "try:\n    big = bytearray(4 << 30)\nexcept MemoryError:\n    print('big refused')\n    sys.exit(0)\n"
         "sys.exit(5)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(pkg), os.environ.get("PYTHONPATH", "")]))
     for method in ("exec", "fork"):
         monkeypatch.setenv("AMDKV_SPARE_START", method)
         res = run_python_module("amdkv_test_mem_child", [], timeout=120, env=env, cwd=str(tmp_path),
-                                host_memory_bytes=1 << 30)
-        assert f"data cap {1 << 30}" in res.stdout, (method, res.stdout, res.stderr[-2000:])
+                                host_memory_bytes=2 << 30)
+        assert f"data cap {2 << 30}" in res.stdout, (method, res.stdout, res.stderr[-2000:])
         assert "reserved\nsmall allocated\nbig refused" in res.stdout, (method, res.stdout, res.stderr[-2000:])
         assert res.returncode == 0, (method, res.returncode, res.stderr[-2000:])
 
