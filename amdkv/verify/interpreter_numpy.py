@@ -19,6 +19,7 @@ last-in first-out, so at a launch's end `tl.tensor` gets its own `__index__` bac
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 
@@ -45,3 +46,10 @@ def install() -> bool:
     patch_lang_tensor._amdkv_scalar_index = True  # type: ignore[attr-defined]
     interpreter._patch_lang_tensor = patch_lang_tensor
     return True
+
+
+def install_if_interpreting() -> bool:
+    """install() where Triton interprets (TRITON_INTERPRET=1, which Triton itself reads): candidates,
+    references (a benchmark's Triton reference loops over its scalars as a candidate does) and the
+    procedural checks call this at their start. False where nothing was changed."""
+    return os.environ.get("TRITON_INTERPRET") == "1" and install()

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import torch
 
 from amdkv.verify.compare import bitwise_equal, flatten_outputs, to_device
+from amdkv.verify import interpreter_numpy
 from amdkv.verify.gpu_memory import is_host_out_of_memory, says_out_of_memory
 from amdkv.verify.output_spill import OutputSpill, budget_under_file_limit, spill_folder_for
 from amdkv.verify.phase_clock import PhaseClock
@@ -201,22 +202,12 @@ def _file_size_note(needed: int) -> str:
     return f"; the file needs about {size(needed)} and {FILE_SIZE_LIMITED} is {size(soft)} (AMDKV_SANDBOX_FILE_SIZE_GIB)"
 
 
-def install_interpreter_numpy_compat() -> None:
-    """Where Triton interprets (TRITON_INTERPRET=1, read by Triton itself), scalar kernel arguments
-    work as loop bounds under NumPy 2.4+ (interpreter_numpy.py). References and candidates alike: a
-    benchmark's Triton reference loops over its scalars as a candidate does."""
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        from amdkv.verify import interpreter_numpy
-
-        interpreter_numpy.install()
-
-
 def run_reference_job(job: ReferenceJob) -> ReferenceResult:
     from amdkv.tasks.loader import load_task_and_module
     from amdkv.verify.program import program_spec
     from amdkv.verify.runtime_guards import poisoned_allocations
 
-    install_interpreter_numpy_compat()
+    interpreter_numpy.install_if_interpreting()  # scalar loop bounds under NumPy 2.4+
     device = job.device
     task, module = load_task_and_module(job.task_path)
     program = program_spec(task) is not None
@@ -502,7 +493,7 @@ def run_candidate_job(job: CandidateJob) -> CandidateResult:
         from amdkv.verify.backends.hip_run import install_prebuilt
         install_prebuilt(backend.hip_prebuilt, counter)
     bounds = None
-    install_interpreter_numpy_compat()
+    interpreter_numpy.install_if_interpreting()  # scalar loop bounds under NumPy 2.4+
     if job.interpreter:
         _patch_autotune_for_interpreter()
         # @triton.jit helpers called from a kernel skip the interpreter's per-call re-patching of

@@ -80,12 +80,11 @@ def _worker_init() -> None:
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"triton\.runtime\.interpreter")
 
     torch.set_num_threads(1)
-    from amdkv.verify import interpreter_helpers
+    from amdkv.verify import interpreter_helpers, interpreter_numpy
     from amdkv.verify.runtime_guards import LaunchCounter
-    from amdkv.verify.worker_jobs import install_interpreter_numpy_compat
 
     interpreter_helpers.install()  # as the verifier's workers: tl.sum & co. without re-patching
-    install_interpreter_numpy_compat()  # and scalar loop bounds under NumPy 2.4+
+    interpreter_numpy.install_if_interpreting()  # and scalar loop bounds under NumPy 2.4+
     counter = LaunchCounter()
     counter.install()
     _WORKER.update(counter=counter, workdir=tempfile.mkdtemp(prefix="amdkv-proc-check-"))
