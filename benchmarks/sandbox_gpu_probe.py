@@ -29,18 +29,20 @@ from amdkv.verify import os_sandbox as S
 # VARIANT[|MODIFIER...]: off | full | only:PART+PART (ns, nnp, landlock, seccomp, limits); modifiers
 # noscope, noscope_unix, nodata (no RLIMIT_DATA), wtmp, rall, wall, dall, ioctl_all, allow=NAME+NAME
 variant, *mods = sys.argv[1].split("|")
+from amdkv.process import cap_host_memory
+host_memory = 32 << 30  # a GPU worker's RLIMIT_DATA (AMDKV_GPU_HOST_MEM_GIB), applied at its start, not by the sandbox
 from amdkv.verify.pool import make_worker_dirs
 _root, scratch, _in = make_worker_dirs()  # a worker's own folders (group rights as root)
 os.environ["TMPDIR"] = os.environ["TMP"] = os.environ["TEMP"] = scratch  # as pool.worker_env gives them
 plan = S.plan("auto", writable=[scratch], gpu=True, nproc=S.default_nproc(), file_size_bytes=1 << 32,
-              cpu_seconds=120, data_bytes=32 << 30)
+              cpu_seconds=120)
 for mod in mods:
     if mod == "noscope":
         S._LL_SCOPE_ABSTRACT_UNIX = S._LL_SCOPE_SIGNAL = 0
     elif mod == "noscope_unix":
         S._LL_SCOPE_ABSTRACT_UNIX = 0
     elif mod == "nodata":
-        plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None})
+        host_memory = None
     elif mod == "wtmp":
         plan = S.SandboxPlan(**{**plan.__dict__, "writable": plan.writable + tuple(S._existing(["/tmp", "/dev/shm", "/run"]))})
     elif mod in ("rall", "wall", "dall", "ioctl_all"):  # widen one kind of Landlock rule to bisect
@@ -60,10 +62,12 @@ if variant.startswith("only:"):  # apply only these parts: ns, nnp, landlock, se
     if "nnp" not in parts:
         S._LIBC.prctl = lambda *a: 0
     if "limits" not in parts:
-        plan = S.SandboxPlan(**{**plan.__dict__, "data_bytes": None, "nproc": None, "cpu_seconds": None,
-                                "file_size_bytes": None})
+        plan = S.SandboxPlan(**{**plan.__dict__, "nproc": None, "cpu_seconds": None, "file_size_bytes": None})
+        host_memory = None
 # entered single-threaded, before torch, as a forked worker does (a threaded process cannot enter a
 # user namespace). `applied` is enter()'s own list: a part patched out above may still be named.
+if variant != "off":
+    cap_host_memory(host_memory)
 applied = {} if variant == "off" else S.enter(plan)
 import torch
 out = {"variant": sys.argv[1], "applied": applied.get("applied"), "missing": applied.get("missing")}

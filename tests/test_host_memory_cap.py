@@ -10,15 +10,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from amdkv.config import VerifierConfig
 from amdkv.tasks.builtin import solution_path, task_path
 from amdkv.tasks.loader import load_task
 from amdkv.verify import Verifier
 from amdkv.verify.candidate import Candidate
+from amdkv.verify.platform import PlatformInfo, detect_platform
+from amdkv.verify.pool import host_memory_cap_bytes
 
 HOST_OOM = Path(__file__).resolve().parent / "data" / "faults" / "host_oom.py"
 
 
-def test_a_candidate_past_the_host_cap_is_oom_and_its_message_names_the_cap(monkeypatch, tmp_path):
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_candidate_past_the_host_cap_is_oom_and_its_message_names_the_cap(monkeypatch, tmp_path, sandbox):
+    """The cap holds with the OS sandbox off too: it is applied at the worker's start, not by the sandbox."""
+    monkeypatch.setenv("AMDKV_SANDBOX", sandbox)
     monkeypatch.setenv("AMDKV_MEM_CAP_GIB", "2")
     monkeypatch.setenv("AMDKV_CACHE_DIR", str(tmp_path / "cache"))
     task = load_task(task_path("l1_relu"))
@@ -30,3 +38,12 @@ def test_a_candidate_past_the_host_cap_is_oom_and_its_message_names_the_cap(monk
             "AMDKV_MEM_CAP_GIB sets it)") in hog.diagnostics, hog.diagnostics[:2000]
     assert "[memory cap]" not in hog.diagnostics and "verifier's own copies" not in hog.diagnostics
     assert good.status == "ok", good.to_dict()  # the cap holds the candidate, not the verifier after it
+
+
+def test_gpu_workers_get_their_own_host_cap_from_the_same_rule() -> None:
+    """GPU platforms: AMDKV_GPU_HOST_MEM_GIB (a GPU is a boundary we cannot reach here: the platform is
+    described, not detected, and no worker starts); interpreter platforms: AMDKV_MEM_CAP_GIB."""
+    config = VerifierConfig(mem_cap_gib=8.0, gpu_host_mem_gib=32.0)
+    gpu = PlatformInfo(name="cuda", device="cuda:0", can_time=True, interpreter=False)
+    assert host_memory_cap_bytes(gpu, config) == 32 << 30
+    assert host_memory_cap_bytes(detect_platform("cpu"), config) == 8 << 30

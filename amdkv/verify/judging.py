@@ -19,7 +19,7 @@ from amdkv.verify import os_sandbox
 from amdkv.verify.file_lock import exclusive_file_lock
 from amdkv.verify.gpu_memory import is_host_out_of_memory
 from amdkv.verify.host_oom import HOST_OOM_HINT
-from amdkv.verify.pool import gpu_lock_key
+from amdkv.verify.pool import gpu_lock_key, host_memory_cap_bytes
 from amdkv.verify.timing import check_consistency as check_timing_consistency
 from amdkv.verify.timing import timing_lock_path
 from amdkv.verify.worker_process import stderr_excerpt
@@ -167,19 +167,14 @@ class JudgingMixin:
 
     def memory_cap_note(self, err: Any, proc: Any) -> str:
         """For an out-of-memory error's message (`err`: a CandidateError), the cap the allocation met.
-        A host allocation (gpu_memory.is_host_out_of_memory): on interpreter platforms
-        AMDKV_MEM_CAP_GIB, always applied (process.cap_host_memory); on GPU platforms
-        AMDKV_GPU_HOST_MEM_GIB, applied by the OS sandbox (none when it is off). A device allocation:
-        the candidate's GPU share or twice its reference's need. "" for any other error."""
+        A host allocation (gpu_memory.is_host_out_of_memory): the worker's host-memory cap
+        (pool.host_memory_cap_bytes). A device allocation: the candidate's GPU share or twice its
+        reference's need. "" for any other error."""
         if err.reason != "oom":
             return ""
         if is_host_out_of_memory(err.type, err.message):
-            if self.platform.interpreter:
-                gib, name = self.config.mem_cap_gib, "AMDKV_MEM_CAP_GIB"
-            elif self.config.sandbox != "off":
-                gib, name = self.config.gpu_host_mem_gib, "AMDKV_GPU_HOST_MEM_GIB"
-            else:
-                return ""
+            name = "AMDKV_MEM_CAP_GIB" if self.platform.interpreter else "AMDKV_GPU_HOST_MEM_GIB"
+            gib = host_memory_cap_bytes(self.platform, self.config) / 2 ** 30
             return (f"\n[host memory cap] a candidate's worker may hold {gib:g} GiB of host memory (its data "
                     f"segment, RLIMIT_DATA; {name} sets it)")
         if self.platform.interpreter:

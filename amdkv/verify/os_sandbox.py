@@ -31,9 +31,10 @@ an exec'd worker before it imports torch):
                       changes, file handles; 32-bit syscalls refused
   process_limit       RLIMIT_NPROC inside the worker's own user namespace, so it   user_namespace
                       counts this worker's processes and threads only
-  resource_limits     RLIMIT_FSIZE, RLIMIT_CPU, RLIMIT_CORE=0, RLIMIT_DATA (GPU    nothing
-                      host memory), oom_score_adj 1000 (the OOM killer takes a
-                      worker, not the harness)
+  resource_limits     RLIMIT_FSIZE, RLIMIT_CPU, RLIMIT_CORE=0, oom_score_adj 1000   nothing
+                      (the OOM killer takes a worker, not the harness). Host
+                      memory (RLIMIT_DATA) is not the sandbox's: every child gets
+                      it at its start, sandbox or not (process.cap_host_memory)
 
 Why not bubblewrap: it confines a process it execs, so every worker would be exec'd and lose the
 fork server's warm state (2.4x throughput on the CPU interpreter, half the host CPU on an H200,
@@ -107,7 +108,6 @@ class SandboxPlan:
     nproc: int | None = None                 # processes + threads of the worker (RLIMIT_NPROC)
     file_size_bytes: int | None = None       # RLIMIT_FSIZE
     cpu_seconds: int | None = None           # RLIMIT_CPU (SIGXCPU at the soft limit)
-    data_bytes: int | None = None            # RLIMIT_DATA (host memory of GPU workers)
     gpu_runtime: bool = False                # what a GPU runtime needs to start (see "What NVIDIA's CUDA runtime needs")
 
     def to_json(self) -> str:
@@ -188,8 +188,8 @@ def default_nproc() -> int:
 
 
 def plan(mode: str, *, writable: Sequence[str], readable: Sequence[str] = (), gpu: bool = False,
-         nproc: int | None = None, file_size_bytes: int | None = None, cpu_seconds: int | None = None,
-         data_bytes: int | None = None) -> SandboxPlan | None:
+         nproc: int | None = None, file_size_bytes: int | None = None,
+         cpu_seconds: int | None = None) -> SandboxPlan | None:
     """The plan of one worker: the system and Python folders plus `readable` to read, `writable` to
     write, GPU device files when `gpu`. None when `mode` is off."""
     if mode not in MODES:
@@ -200,7 +200,7 @@ def plan(mode: str, *, writable: Sequence[str], readable: Sequence[str] = (), gp
                        writable=tuple(_existing(writable)),
                        devices=tuple(_existing(BASIC_DEVICES)) + (gpu_devices() if gpu else ()),
                        nproc=nproc or default_nproc(), file_size_bytes=file_size_bytes, cpu_seconds=cpu_seconds,
-                       data_bytes=data_bytes, gpu_runtime=gpu)
+                       gpu_runtime=gpu)
 
 
 # ------------------------------------------------------------------------------------ syscalls
@@ -453,7 +453,6 @@ def enter(p: SandboxPlan) -> dict[str, Any]:
             soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
             cap = p.cpu_seconds + 5 if hard == resource.RLIM_INFINITY else min(p.cpu_seconds + 5, hard)
             resource.setrlimit(resource.RLIMIT_CPU, (min(p.cpu_seconds, cap), cap))
-        _limit(resource.RLIMIT_DATA, p.data_bytes)
         applied.append(RESOURCE_LIMITS)
     except (OSError, ValueError) as exc:
         missing[RESOURCE_LIMITS] = f"setrlimit failed: {exc}"

@@ -192,8 +192,15 @@ def worker_sandbox_plan(platform: PlatformInfo, config: VerifierConfig, workdir:
     return os_sandbox.plan(
         config.sandbox, writable=[workdir, *extra], readable=readable, gpu=not platform.interpreter,
         nproc=config.sandbox_nproc, file_size_bytes=int(config.sandbox_file_size_gib * 2**30),
-        cpu_seconds=cpu_seconds_limit(config.timeout_for(platform.interpreter)),
-        data_bytes=None if platform.interpreter else int(config.gpu_host_mem_gib * 2**30))
+        cpu_seconds=cpu_seconds_limit(config.timeout_for(platform.interpreter)))
+
+
+def host_memory_cap_bytes(platform: PlatformInfo, config: VerifierConfig) -> int:
+    """A worker's host-memory cap (its data segment, process.cap_host_memory): AMDKV_MEM_CAP_GIB where
+    Triton interprets, AMDKV_GPU_HOST_MEM_GIB on GPU platforms. One rule for the cap and for the note a
+    host out-of-memory error gets (judging.memory_cap_note). Before session 28 GPU workers got theirs
+    through the OS sandbox, so none with the sandbox off."""
+    return int((config.mem_cap_gib if platform.interpreter else config.gpu_host_mem_gib) * 2**30)
 
 
 def seeds_triton_stub(platform: PlatformInfo, config: VerifierConfig, extra_env: dict[str, str] | None) -> bool:
@@ -250,9 +257,9 @@ class Spare:
         self.started = time.monotonic()
         self.stderr_path = os.path.join(self.workdir, "worker_stderr.txt")
         self._env = env
-        # the host-memory cap of interpreter platforms (process.cap_host_memory); GPU workers get theirs,
-        # AMDKV_GPU_HOST_MEM_GIB, as the same limit through the OS sandbox (worker_sandbox_plan)
-        self._mem_cap = int(config.mem_cap_gib * 2**30) if platform.interpreter else None
+        # the host-memory cap (process.cap_host_memory, whatever the sandbox mode): AMDKV_MEM_CAP_GIB on
+        # interpreter platforms, AMDKV_GPU_HOST_MEM_GIB on GPUs (4096 GiB for reference workers)
+        self._mem_cap = host_memory_cap_bytes(platform, config)
         self.start_method = start or start_method(config.spare_start)
         self.fork_failure: str | None = None  # why this spare runs exec'd although fork was asked for
         self.proc: ExecWorkerProcess | ForkedWorkerProcess
